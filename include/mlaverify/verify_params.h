@@ -1,0 +1,66 @@
+// The one params struct of a verify launch, shared by the model, the CPU backend and the CUDA
+// kernel. Plain pointers, sizes and enums only, so it can become a stable C ABI unchanged.
+#pragma once
+
+#include <cstdint>
+
+#include "mlaverify/types.h"
+
+namespace mlaverify {
+
+// All pointers are in the backend's memory space: host memory for Backend::run (the CUDA backend
+// stages its own copies), device memory for the CUDA kernel's own lifecycle (cuda/verify_kernel.h).
+// Sizes marked "static" are fixed for a launch and for a captured CUDA graph; every size that varies
+// from step to step (D_i, P_i, T, mask offsets) is read from the metadata buffers.
+struct VerifyParams {
+  // ---- static sizes ----
+  int32_t batch_size = 0;   // bs: rows of the metadata, CUDA-graph padded rows included
+  int32_t num_heads = 0;    // H: query heads on this rank (1..128)
+  int32_t max_draft = 0;    // upper bound on every D_i (1..1024): tiles and workspace
+  int64_t max_total_q = 0;  // rows of q, k_extend, o_lat and lse buffers (>= T = qo_indptr[bs])
+  int32_t num_splits = 1;   // NSPLIT: prefix chunks per request (split_plan.h), >= 1
+  float sm_scale = 0.f;     // (qk_nope + Rp)^-0.5 * mscale^2 (model/config.h), never 576^-0.5
+
+  // ---- queries ----
+  const void* q = nullptr;        // [max_total_q, H, q_row] of q_dtype
+  DType q_dtype = DType::BF16;
+  int64_t q_token_stride = 0;     // elements between tokens (>= H * q_head_stride)
+  int64_t q_head_stride = 0;      // elements between heads (>= 576)
+  int64_t q_latent_offset = 0;    // elements from a row's start to q_lat (512); 0 = latent first
+  int64_t q_rope_offset = kLatentDim;  // elements from a row's start to q_pe (64)
+
+  // ---- one layer's KV pool ----
+  const void* kv_pool = nullptr;  // pool_slots slots addressed through kv_layout, of kv_dtype
+  DType kv_dtype = DType::BF16;
+  KvLayout kv_layout = KvLayout::latent_first();
+  int64_t pool_slots = 0;         // valid slot ids are [0, pool_slots)
+
+  // ---- batch metadata (SGLang conventions, SPEC §3) ----
+  const int32_t* qo_indptr = nullptr;   // [bs + 1] CSR: D_i = qo_indptr[i+1] - qo_indptr[i]
+  const int32_t* kv_indptr = nullptr;   // [bs + 1] CSR: kv length per request (see draft_source)
+  const int64_t* kv_indices = nullptr;  // [kv_indices_len] token-level slot ids
+  int64_t kv_indices_len = 0;           // capacity of kv_indices (>= kv_indptr[bs])
+
+  // ---- draft KV ----
+  DraftKvSource draft_source = DraftKvSource::ExtendRows;
+  const void* k_extend = nullptr;  // [max_total_q, k_extend_stride] latent-first, kv_dtype; ExtendRows
+  int64_t k_extend_stride = kRowDim;
+
+  // ---- tree mask ----
+  MaskFormat mask_format = MaskFormat::FullMask;
+  const void* mask = nullptr;        // encoding per mask_format (types.h)
+  int64_t mask_len = 0;              // capacity of mask in its units (bytes, or uint32 for DraftBits)
+  const int64_t* mask_indptr = nullptr;  // FullMask / FlashInferPacked: start of each request
+  IndptrConvention mask_indptr_convention = IndptrConvention::Csr;  // [bs + 1] or [bs]
+  int32_t mask_draft_stride = 0;     // QlenOnly / QlenOnlyBitpacking / DraftBits row stride
+  int32_t mask_word_bytes = 4;       // QlenOnlyBitpacking word size: 1, 2 or 4
+
+  // ---- outputs ----
+  void* o_lat = nullptr;           // [max_total_q, H, 512] of o_dtype
+  DType o_dtype = DType::BF16;
+  int64_t o_token_stride = 0;      // elements between tokens (>= H * o_head_stride)
+  int64_t o_head_stride = 0;       // elements between heads (>= 512)
+  float* lse = nullptr;            // [max_total_q, H] contiguous, natural log; -inf if fully masked
+};
+
+}  // namespace mlaverify
