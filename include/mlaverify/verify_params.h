@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "mlaverify/hd.h"
 #include "mlaverify/types.h"
 
 namespace mlaverify {
@@ -62,5 +63,25 @@ struct VerifyParams {
   int64_t o_head_stride = 0;       // elements between heads (>= 512)
   float* lse = nullptr;            // [max_total_q, H] contiguous, natural log; -inf if fully masked
 };
+
+// One request's extent as the metadata says it, the single reading every backend shares.
+struct RequestExtent {
+  int64_t q_begin;      // first query token: qo_indptr[i]
+  int32_t draft_nodes;  // D_i = qo_indptr[i+1] - qo_indptr[i]
+  int64_t kv_begin;     // kv_indptr[i]: first entry of kv_indices for this request
+  int64_t prefix_len;   // P_i: kv length, less D_i on the CacheSlots path
+};
+
+// Reads request i's extent from p's metadata (host or device memory, whichever p points to).
+// Does not validate: validate_params (model/validate.h) checks every invariant on the host.
+MLAV_HD RequestExtent request_extent(const VerifyParams& p, int32_t i) {
+  RequestExtent e;
+  e.q_begin = p.qo_indptr[i];
+  e.draft_nodes = p.qo_indptr[i + 1] - p.qo_indptr[i];
+  e.kv_begin = p.kv_indptr[i];
+  int64_t kv_len = static_cast<int64_t>(p.kv_indptr[i + 1]) - p.kv_indptr[i];
+  e.prefix_len = p.draft_source == DraftKvSource::CacheSlots ? kv_len - e.draft_nodes : kv_len;
+  return e;
+}
 
 }  // namespace mlaverify
