@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The main job: install what is missing, build, then run the model self-check, a fuzz campaign
+# against the CPU backend and every scenario replay. Extra arguments go to the fuzz campaign.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+scripts/build.sh mlaverify
+cli=build/cli/mlaverify
+"$cli" selfcheck
+"$cli" fuzz --backend "${MLAV_BACKEND:-cpu}" "$@"
+"$cli" replay --backend "${MLAV_BACKEND:-cpu}" scenarios/cases

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Every test: install what is missing, build everything, run ctest (fixed seed, then a short run
+# with a fresh printed seed), then the model and CPU tests again under ASan + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+scripts/deps.sh
+scripts/build.sh
+
+echo "== ctest (fixed seed) =="
+(cd build && MLAV_SEED=${MLAV_SEED:-20261129} ctest --output-on-failure -j 2 --timeout 900)
+
+fresh=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+echo "== property suite, fresh seed MLAV_SEED=$fresh (rerun with MLAV_SEED=$fresh scripts/test.sh) =="
+(cd build && MLAV_SEED=$fresh MLAV_CASES=${MLAV_FRESH_CASES:-40} ctest --output-on-failure -L props --timeout 900)
+
+echo "== model + cpu tests under AddressSanitizer and UndefinedBehaviorSanitizer =="
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if [ ! -f build-asan/build.ninja ]; then
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMLAV_SANITIZE=ON \
+    -DMLAV_MODEL_CPU_ONLY=ON "${launcher[@]}"
+fi
+cmake --build build-asan -j "$(nproc)"
+(cd build-asan && MLAV_SEED=${MLAV_SEED:-20261129} MLAV_CASES=20 ASAN_OPTIONS=detect_leaks=1 \
+  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j 2 --timeout 1200)
+echo "test.sh: all stages passed in $(( $(date +%s) - start )) s"
