@@ -1,0 +1,30 @@
+// Host-side validation of a whole VerifyParams: every invariant a backend may rely on, so that
+// backends can read metadata without bounds checks and bad input never becomes a crash or UB.
+#pragma once
+
+#include "mlaverify/verify_params.h"
+
+namespace mlaverify::model {
+
+// Checks `p` (host pointers) in this order, throwing the first InvalidInput(field, index, detail):
+//  1. static sizes: batch_size >= 1, num_heads in 1..128, max_draft in 1..1024, num_splits in
+//     1..kMaxSplits, max_total_q >= 1, sm_scale finite and > 0;
+//  2. enums hold known values (dtypes, layout kind, draft source, mask format, convention);
+//  3. queries, pool and outputs: non-null pointers, offsets >= 0 and strides wide enough that the
+//     512 + 64 (q, pool) and 512 (o) elements a backend reads per row lie inside their row;
+//     pool_slots >= 1;
+//  4. qo_indptr: CSR (bs+1 entries from 0, non-decreasing), 1 <= D_i <= max_draft, and
+//     T = qo_indptr[bs] <= max_total_q; the index of a bad D_i is the entry i + 1 ending request i;
+//  5. kv_indptr: CSR, kv_indptr[bs] <= kv_indices_len; CacheSlots: kv length >= D_i;
+//  6. every kv_indices entry a backend reads, k < kv_indptr[bs], lies in [0, pool_slots);
+//  7. ExtendRows: k_extend non-null with stride >= 576;
+//  8. the mask, through model::validate_mask (model/mask.h).
+// CSR is required of qo_indptr and kv_indptr (SPEC §3: SGLang passes both as [bs+1]); only
+// mask_indptr may be offsets-only, and it says so in mask_indptr_convention.
+void validate_params(const VerifyParams& p);
+
+// Largest head count, draft size and KV row element count the library accepts.
+inline constexpr int32_t kMaxHeads = 128;
+inline constexpr int32_t kMaxDraft = 1024;
+
+}  // namespace mlaverify::model
