@@ -145,6 +145,20 @@ std::vector<std::byte> KvPool::raw_row(int64_t slot) const {
   return out;
 }
 
+void KvPool::write_raw_row(int64_t slot, std::span<const std::byte> bytes) {
+  check_slot(slot);
+  const size_t eb = static_cast<size_t>(dtype_bytes(dtype_));
+  if (bytes.size() != kRowDim * eb) {
+    throw InvalidInput("row", -1,
+                       std::to_string(bytes.size()) + " bytes, a row is " +
+                           std::to_string(kRowDim * eb));
+  }
+  for (int k = 0; k < kRowDim; ++k) {
+    std::memcpy(storage_.data() + static_cast<size_t>(element_index(layout_, slot, k)) * eb,
+                bytes.data() + static_cast<size_t>(k) * eb, eb);
+  }
+}
+
 void KvPool::copy_row(int64_t dst, int64_t src) {
   check_slot(dst);
   check_slot(src);

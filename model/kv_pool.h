@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "mlaverify/bf16.h"
@@ -48,6 +49,9 @@ class KvPool {
   // The stored bytes of `slot`'s 576 elements in latent-first order [576 * dtype_bytes]: what
   // "byte-identical" compares (padding between rows is not part of a row).
   std::vector<std::byte> raw_row(int64_t slot) const;
+  // Stores bytes produced by raw_row (same dtype) into `slot`: a relocation that cannot round.
+  // InvalidInput("row", -1) when the length is not 576 * dtype_bytes.
+  void write_raw_row(int64_t slot, std::span<const std::byte> bytes);
   // dst's row := src's row, bit for bit (no rounding: both are stored in the same dtype).
   void copy_row(int64_t dst, int64_t src);
   // Poisons `slot`'s 576 elements with quiet NaN, so a read of a slot that is not named by the
