@@ -153,7 +153,7 @@ RequestView view_request(const VerifyParams& p, int32_t i) {
         throw InvalidInput("mask_draft_stride", i,
                            str(s) + " < D_i = " + str(d) + " of request " + str(i));
       }
-      v.row_stride = s;
+      v.row_stride = 1;  // one word per draft row; requests are s words apart
       v.base = mul(i, s, "mask_draft_stride", i);  // in words
       first = mul(v.base, wb, "mask_draft_stride", i);
       if (d > 0) {
