@@ -41,6 +41,13 @@ KvPool::KvPool(int64_t size, int64_t page_size, DType dtype, KvLayout layout)
   region_end(layout_.latent_offset, layout_.latent_stride, num_slots_, kLatentDim, &latent_end);
   region_end(layout_.rope_offset, layout_.rope_stride, num_slots_, kRopeDim, &rope_end);
   elements_ = std::max(latent_end, rope_end);
+  // A row layout is a [num_slots, row_stride] tensor: the last row keeps its padding too, so a
+  // reader that walks whole rows stays inside the buffer.
+  int64_t whole_rows;
+  if (layout_.latent_stride == layout_.rope_stride &&
+      !__builtin_mul_overflow(num_slots_, layout_.latent_stride, &whole_rows)) {
+    elements_ = std::max(elements_, whole_rows);
+  }
   int64_t bytes;
   if (__builtin_mul_overflow(elements_, int64_t{dtype_bytes(dtype_)}, &bytes)) {
     throw InvalidInput("size", -1, "pool bytes overflow int64");
