@@ -1,0 +1,37 @@
+// CudaBackend: the production kernel behind the Backend interface, for the property suite and
+// the CLI. run() takes host pointers, stages device copies, runs the kernel, copies outputs back.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "mlaverify/backend.h"
+
+namespace mlaverify::cuda {
+
+// Whether a CUDA device is usable here; when not, why (for GTEST_SKIP and can_implement).
+Support cuda_device_available();
+
+class CudaBackend : public Backend {
+ public:
+  CudaBackend();
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string name() const override { return "cuda"; }
+  // No for: no device, non-bf16 q or pool, misaligned strides (VerifyKernel::can_implement).
+  Support can_implement(const VerifyParams& p) const override;
+  size_t workspace_bytes(const VerifyParams& p) const override;
+  // Validates the host metadata (InvalidInput), stages every input buffer by its static extent
+  // (max_total_q rows, the pool's extent from kv_layout and pool_slots, kv_indices_len, mask_len),
+  // launches, and copies o_lat and lse back (unwritten rows keep the caller's contents).
+  void run(const VerifyParams& p) override;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace mlaverify::cuda

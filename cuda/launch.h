@@ -1,0 +1,29 @@
+// Internal launch entry points, one per explicit instantiation (.cu file), and the POD argument
+// block the kernels take by value. Plain C++: the lifecycle code calls these without CUDA headers.
+#pragma once
+
+#include <cstdint>
+
+#include "mlaverify/verify_params.h"
+
+struct CUstream_st;
+
+namespace mlaverify::cuda::detail {
+
+// Everything the device needs, passed by value as the kernel parameter.
+struct PartialArgs {
+  VerifyParams p;  // device pointers
+  float* ws_o;     // [num_partials, max_total_q * H, 512] fp32, each partial normalized
+  float* ws_lse;   // [num_partials, max_total_q * H] fp32, natural log, -inf when empty
+};
+
+// Raise the dynamic shared-memory limit of the partial kernel (host call; before capture).
+void prepare_partial_stages2();
+void prepare_partial_stages6();  // defined only where CMAKE_CUDA_ARCHITECTURES holds 90
+// Enqueue the partial kernel, grid (row tiles, num_splits + 1, batch_size).
+void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream);
+void launch_partial_stages6(const PartialArgs& args, CUstream_st* stream);
+// Enqueue the merge kernel, grid max_total_q * H.
+void launch_merge(const PartialArgs& args, CUstream_st* stream);
+
+}  // namespace mlaverify::cuda::detail

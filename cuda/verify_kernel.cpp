@@ -1,0 +1,88 @@
+// Host lifecycle of the verify kernel: static support checks, workspace size, variant choice by
+// device, and the two launches. No device-to-host reads, syncs or allocations happen in run().
+#include "cuda/verify_kernel.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "cuda/cuda_check.h"
+#include "cuda/launch.h"
+#include "cuda/static_checks.h"
+#include "mlaverify/error.h"
+#include "mlaverify/split_plan.h"
+
+namespace mlaverify::cuda {
+
+int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_draft,
+                           int64_t typical_prefix_len, int sm_count) {
+  const int64_t blocks_per_split = std::max<int64_t>(1, batch_size * row_tiles(max_draft, num_heads));
+  // Two blocks per SM over the prefix splits alone (the draft block adds one more per row tile).
+  int64_t splits = ceil_div(2 * static_cast<int64_t>(std::max(sm_count, 1)), blocks_per_split);
+  // A split shorter than 4 tiles costs a partial write and read for little prefix work.
+  const int64_t max_by_len = std::max<int64_t>(1, ceil_div(typical_prefix_len, kKvTile) / 4);
+  splits = std::clamp<int64_t>(splits, 1, std::min<int64_t>(max_by_len, kMaxSplits));
+  return static_cast<int32_t>(splits);
+}
+
+Support VerifyKernel::can_implement(const VerifyParams& p) {
+  return detail::check_static(p, /*check_pointers=*/true);
+}
+
+size_t VerifyKernel::workspace_bytes(const VerifyParams& p) {
+  if (p.num_splits < 1 || p.max_total_q < 0 || p.num_heads < 1) return 0;
+  const size_t rows = static_cast<size_t>(p.max_total_q) * static_cast<size_t>(p.num_heads);
+  return static_cast<size_t>(num_partials(p.num_splits)) * rows * (kLatentDim + 1) * sizeof(float);
+}
+
+void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_st* stream) {
+  if (Support s = can_implement(p); !s) throw Unsupported("cuda verify kernel: " + s.reason);
+  if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 16 != 0)
+    throw Unsupported("cuda verify kernel: workspace must be non-null and 16-byte aligned");
+  int device = 0, major = 0, minor = 0, optin = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  // The 6-stage variant is compiled for sm_90 only; every other device runs the sm_120-sized one.
+#ifdef MLAV_HAVE_SM90_VARIANT
+  const bool deep = major == 9 && minor == 0 && optin >= partial_smem_bytes(kStagesSm90);
+#else
+  const bool deep = false;
+#endif
+  stages_ = deep ? kStagesSm90 : kStagesSm120;
+  if (optin < partial_smem_bytes(stages_))
+    throw Unsupported("cuda verify kernel: device allows " + std::to_string(optin) +
+                      " bytes of shared memory per block, the kernel needs " +
+                      std::to_string(partial_smem_bytes(stages_)));
+#ifdef MLAV_HAVE_SM90_VARIANT
+  if (deep) detail::prepare_partial_stages6();
+  else detail::prepare_partial_stages2();
+#else
+  detail::prepare_partial_stages2();
+#endif
+  params_ = p;
+  workspace_ = workspace;
+  stream_ = stream;
+  initialized_ = true;
+}
+
+void VerifyKernel::run() {
+  if (!initialized_) throw Unsupported("cuda verify kernel: run() before initialize()");
+  detail::PartialArgs args;
+  args.p = params_;
+  args.ws_o = static_cast<float*>(workspace_);
+  const size_t rows = static_cast<size_t>(params_.max_total_q) * params_.num_heads;
+  args.ws_lse = args.ws_o + static_cast<size_t>(num_partials(params_.num_splits)) * rows * kLatentDim;
+#ifdef MLAV_HAVE_SM90_VARIANT
+  if (stages_ == kStagesSm90) detail::launch_partial_stages6(args, stream_);
+  else detail::launch_partial_stages2(args, stream_);
+#else
+  detail::launch_partial_stages2(args, stream_);
+#endif
+  detail::launch_merge(args, stream_);
+}
+
+}  // namespace mlaverify::cuda

@@ -1,0 +1,422 @@
+// Device code of the verify kernel's split-KV partial kernel (tensor cores, cp.async pipeline),
+// templated on the pipeline depth and instantiated in small .cu files; the merge is verify_merge.cu.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/launch.h"
+#include "cuda/verify_kernel.h"
+#include "mlaverify/split_plan.h"
+#include "mlaverify/types.h"
+#include "mlaverify/verify_params.h"
+
+namespace mlaverify::cuda::detail {
+
+// ---------------------------------------------------------------------------------------------
+// Geometry. A block owns 64 (node, head) rows of one request and one split (or the draft block).
+// Key tiles are kKvTile = 64 tokens (the softmax rescale granularity of split_plan.h). A tile is
+// streamed through shared memory in 17 chunks of 64 tokens x 64 columns: 9 for S = Q K^T
+// (latent columns 0..511 then k_pe), then 8 for O += P V (V = latent columns, re-read from L2:
+// the Q tile (72 KB) and a whole KV tile (72 KB) do not both fit in sm_120's 99 KB).
+// Warps: 8 = 4 row groups (16 rows) x 2 halves. For S a half is 32 of the tile's 64 keys; for PV
+// a half is 32 of each chunk's 64 output columns, so each warp accumulates 16 rows x 256 columns
+// (128 fp32 registers per thread) and every warp works on every chunk.
+// ---------------------------------------------------------------------------------------------
+constexpr int kRows = kRowsPerBlock;
+constexpr int kThreads = kThreadsPerBlock;
+constexpr int kChunk = 64;                  // columns per chunk
+constexpr int kKChunks = kRowDim / kChunk;  // 9
+constexpr int kVChunks = kLatentDim / kChunk;  // 8
+constexpr int kChunksPerTile = kKChunks + kVChunks;  // 17
+static_assert(kKvTile == 64, "the chunk loader and warp layout assume 64-token tiles");
+static_assert(kThreads == 256 && kRows == 64, "warp layout: 4 row groups x 2 halves");
+
+constexpr int kQElems = kRows * kRowDim;      // [64, 576] bf16
+constexpr int kPElems = kRows * kKvTile;      // [64, 64] bf16
+constexpr int kChunkElems = kKvTile * kChunk;  // [64, 64] bf16
+
+
+// ---- small PTX wrappers ----------------------------------------------------------------------
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// 16-byte async copy; src_bytes = 0 zero-fills the destination without reading the source.
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t& r0, uint32_t& r1,
+                                            uint32_t& r2, uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t& r0, uint32_t& r1,
+                                                  uint32_t& r2, uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+// D = A B + D, m16n8k16, bf16 operands, fp32 accumulators.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Shared-memory rows are 16-byte units; XOR-swizzling the unit within each group of 8 by the row's
+// low 3 bits puts the 8 rows an ldmatrix reads in 8 different bank groups (rows are 128 or
+// 1152 bytes long, both multiples of 128, so unswizzled they would all hit one bank group).
+__device__ __forceinline__ int swz(int row, int unit) { return (unit & ~7) | ((unit ^ row) & 7); }
+
+// ---- tree mask decoding (SPEC §3); reads outside [0, mask_len) count as "not visible" --------
+// Graph-padded rows carry garbage mask bytes (SPEC §3): bounds-checking every read keeps them
+// from faulting, whatever the garbage says.
+__device__ __forceinline__ bool mask_bit(const VerifyParams& p, int32_t req, const RequestExtent& e,
+                                         int32_t t, int32_t j) {
+  const int64_t P = e.prefix_len;
+  const int64_t D = e.draft_nodes;
+  switch (p.mask_format) {
+    case MaskFormat::FullMask: {
+      // Row stride P + D, draft column j at offset P (prefix columns are never read).
+      int64_t at = p.mask_indptr[req] + t * (P + D) + P + j;
+      if (at < 0 || at >= p.mask_len) return false;
+      return static_cast<const uint8_t*>(p.mask)[at] != 0;
+    }
+    case MaskFormat::QlenOnly: {
+      int64_t s = p.mask_draft_stride;
+      int64_t at = static_cast<int64_t>(req) * s * s + t * s + j;
+      if (at < 0 || at >= p.mask_len) return false;
+      return static_cast<const uint8_t*>(p.mask)[at] != 0;
+    }
+    case MaskFormat::QlenOnlyBitpacking: {
+      int64_t wb = p.mask_word_bytes;
+      int64_t at = (static_cast<int64_t>(req) * p.mask_draft_stride + t) * wb;
+      if (j >= wb * 8 || at < 0 || at + wb > p.mask_len) return false;
+      const uint8_t* w = static_cast<const uint8_t*>(p.mask) + at;
+      return (w[j >> 3] >> (j & 7)) & 1;  // little-endian word: bit j lives in byte j / 8
+    }
+    case MaskFormat::FlashInferPacked: {
+      int64_t bit = t * (P + D) + P + j;
+      int64_t at = p.mask_indptr[req] + (bit >> 3);
+      if (at < 0 || at >= p.mask_len) return false;
+      return (static_cast<const uint8_t*>(p.mask)[at] >> (bit & 7)) & 1;
+    }
+    case MaskFormat::DraftBits: {
+      int64_t at = (e.q_begin + t) * p.mask_draft_stride + (j >> 5);
+      if (at < 0 || at >= p.mask_len) return false;
+      return (static_cast<const uint32_t*>(p.mask)[at] >> (j & 31)) & 1u;
+    }
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Partial kernel. grid = (row tiles, num_splits + 1, batch_size); y == num_splits is the draft.
+// ---------------------------------------------------------------------------------------------
+template <int kStages>
+__global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs args) {
+  static_assert(kStages >= 2, "double buffering at least");
+  const VerifyParams& p = args.p;
+  const int32_t req = blockIdx.z;
+  const int32_t split = blockIdx.y;
+  const bool is_draft = split == p.num_splits;
+  const RequestExtent e = request_extent(p, req);
+  const int32_t H = p.num_heads;
+  const int64_t valid_rows = static_cast<int64_t>(e.draft_nodes) * H;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  if (row0 >= valid_rows) return;  // static grid sized from max_draft: no work for this tile
+
+  int64_t key_begin = 0, key_end = e.draft_nodes;
+  if (!is_draft) {
+    SplitRange r = split_range(e.prefix_len, p.num_splits, split);
+    if (r.empty()) return;  // the merge skips empty splits by the same split_range
+    key_begin = r.begin;
+    key_end = r.end;
+  }
+  const int num_tiles = static_cast<int>((key_end - key_begin + kKvTile - 1) / kKvTile);
+
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [64, 576]
+  __nv_bfloat16* p_s = q_s + kQElems;                                 // [64, 64]
+  __nv_bfloat16* kv_s = p_s + kPElems;                                // [kStages, 64, 64]
+  float* red_max = reinterpret_cast<float*>(kv_s + kStages * kChunkElems);  // [2, 64]
+  float* red_sum = red_max + 2 * kRows;                                     // [2, 64]
+  uint64_t* vis_s = reinterpret_cast<uint64_t*>(red_sum + 2 * kRows);       // [64]
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int rg = warp >> 1;  // row group: rows rg*16 .. rg*16+15
+  const int half = warp & 1;
+
+  // ---- Q tile: 64 rows x 72 units of 16 bytes, rows past the request zero-filled ----
+  {
+    const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
+    for (int u = tid; u < kRows * 72; u += kThreads) {
+      int r = u / 72, unit = u % 72;
+      int64_t row = row0 + r;
+      bool ok = row < valid_rows;
+      int64_t t = ok ? row / H : 0, h = ok ? row % H : 0;
+      int64_t col = unit < 64 ? p.q_latent_offset + unit * 8 : p.q_rope_offset + (unit - 64) * 8;
+      const __nv_bfloat16* src = qbase + (e.q_begin + t) * p.q_token_stride + h * p.q_head_stride + col;
+      cp_async16(smem_addr(q_s + r * kRowDim + swz(r, unit) * 8), ok ? src : qbase, ok ? 16 : 0);
+    }
+    cp_async_commit();
+  }
+
+  // ---- chunk loader: thread owns keys (tid / 8) and (tid / 8 + 32), 16-byte unit tid % 8 ----
+  const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);
+  const __nv_bfloat16* lat_ptr[2] = {pool, pool};   // this thread's keys' latent rows
+  const __nv_bfloat16* rope_ptr[2] = {pool, pool};  // and their k_pe
+  bool key_ok[2] = {false, false};
+  int loader_tile = -1;
+  const int ld_key = tid >> 3, ld_unit = tid & 7;
+  const int total_chunks = num_tiles * kChunksPerTile;
+
+  auto issue_chunk = [&](int g) {
+    if (g < total_chunks) {
+      const int tile = g / kChunksPerTile, part = g % kChunksPerTile;
+      if (tile != loader_tile) {
+        loader_tile = tile;
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 32 * k;
+          key_ok[k] = key < key_end;
+          if (!key_ok[k]) continue;
+          if (is_draft && p.draft_source == DraftKvSource::ExtendRows) {
+            const __nv_bfloat16* row = static_cast<const __nv_bfloat16*>(p.k_extend) +
+                                       (e.q_begin + key) * p.k_extend_stride;
+            lat_ptr[k] = row;  // k_extend rows are latent-first
+            rope_ptr[k] = row + kLatentDim;
+          } else {
+            // Prefix keys are the first P_i entries; CacheSlots draft keys follow them.
+            int64_t slot = p.kv_indices[e.kv_begin + (is_draft ? e.prefix_len : 0) + key];
+            lat_ptr[k] = pool + p.kv_layout.latent_index(slot);
+            rope_ptr[k] = pool + p.kv_layout.rope_index(slot);
+          }
+        }
+      }
+      __nv_bfloat16* buf = kv_s + (g % kStages) * kChunkElems;
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        const int key = ld_key + 32 * k;
+        const __nv_bfloat16* src =
+            part == kKChunks - 1 ? rope_ptr[k] + ld_unit * 8
+            : part < kKChunks    ? lat_ptr[k] + part * kChunk + ld_unit * 8
+                                 : lat_ptr[k] + (part - kKChunks) * kChunk + ld_unit * 8;
+        cp_async16(smem_addr(buf + key * kChunk + swz(key, ld_unit) * 8), key_ok[k] ? src : pool,
+                   key_ok[k] ? 16 : 0);
+      }
+    }
+    cp_async_commit();  // an empty group past the end keeps wait_group counting uniform
+  };
+
+  // Pipeline step g: chunk g has landed in every thread's view, and chunk g - 1's buffer (which
+  // chunk g + kStages - 1 reuses) is no longer read by anyone.
+  auto pipeline_step = [&](int g) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    issue_chunk(g + kStages - 1);
+  };
+
+#pragma unroll 1
+  for (int g = 0; g < kStages - 1; ++g) issue_chunk(g);
+
+  // ---- per-row softmax state: this thread holds rows lane/4 and lane/4 + 8 of its row group ----
+  float m_run[2] = {-INFINITY, -INFINITY};
+  float l_run[2] = {0.f, 0.f};
+  float acc[kVChunks][4][4];  // [V chunk][n8 tile][fragment]: 16 rows x 256 columns per warp
+#pragma unroll
+  for (int c = 0; c < kVChunks; ++c)
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+#pragma unroll
+      for (int f = 0; f < 4; ++f) acc[c][n][f] = 0.f;
+
+  const int frag_row = lane >> 2;          // C fragment row within the 16-row group (and +8)
+  const int frag_col = (lane & 3) * 2;     // C fragment column pair within an n8 tile
+  const int mi = lane >> 3, mr = lane & 7;  // ldmatrix: which 8x8 matrix, which of its rows
+  const int a_row = rg * 16 + (lane & 15);  // A operand row this lane addresses
+
+  const float sm_scale = p.sm_scale;
+
+#pragma unroll 1
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    const int64_t tile_key0 = key_begin + static_cast<int64_t>(tile) * kKvTile;
+
+    // Draft visibility words for this tile, one per row: bit k = the row's node sees node
+    // tile_key0 + k. Written here, read after the S pass (at least 9 barriers later).
+    if (is_draft && tid < kRows) {
+      uint64_t bits = 0;
+      int64_t row = row0 + tid;
+      if (row < valid_rows) {
+        int32_t t = static_cast<int32_t>(row / H);
+        for (int k = 0; k < kKvTile && tile_key0 + k < key_end; ++k)
+          if (mask_bit(p, req, e, t, static_cast<int32_t>(tile_key0 + k))) bits |= 1ull << k;
+      }
+      vis_s[tid] = bits;
+    }
+
+    // ---- S = Q K^T over 9 chunks: this warp's 16 rows x 32 keys ----
+    float s_acc[4][4];
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+#pragma unroll
+      for (int f = 0; f < 4; ++f) s_acc[n][f] = 0.f;
+
+#pragma unroll 1
+    for (int part = 0; part < kKChunks; ++part) {
+      const int g = tile * kChunksPerTile + part;
+      pipeline_step(g);
+      const __nv_bfloat16* buf = kv_s + (g % kStages) * kChunkElems;
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        uint32_t a[4];
+        ldmatrix_x4(smem_addr(q_s + a_row * kRowDim + swz(a_row, part * 8 + ks * 2 + (lane >> 4)) * 8),
+                    a[0], a[1], a[2], a[3]);
+#pragma unroll
+        for (int pair = 0; pair < 2; ++pair) {
+          const int key = half * 32 + pair * 16 + (mi >> 1) * 8 + mr;
+          uint32_t b0, b1, b2, b3;
+          ldmatrix_x4(smem_addr(buf + key * kChunk + swz(key, ks * 2 + (mi & 1)) * 8), b0, b1, b2,
+                      b3);
+          mma_bf16(s_acc[pair * 2], a, b0, b1);
+          mma_bf16(s_acc[pair * 2 + 1], a, b2, b3);
+        }
+      }
+    }
+
+    // ---- online softmax over this 64-key tile (split_plan.h numerics 2) ----
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < 4; ++n)
+#pragma unroll
+      for (int f = 0; f < 4; ++f) {
+        const int hr = f >> 1;  // fragments 0,1: row frag_row; 2,3: row frag_row + 8
+        const int key_local = half * 32 + n * 8 + frag_col + (f & 1);
+        bool visible = tile_key0 + key_local < key_end;
+        if (is_draft) visible = visible && ((vis_s[rg * 16 + frag_row + 8 * hr] >> key_local) & 1);
+        const float s = visible ? s_acc[n][f] * sm_scale : -INFINITY;
+        s_acc[n][f] = s;
+        tile_max[hr] = fmaxf(tile_max[hr], s);
+      }
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      tile_max[hr] = fmaxf(tile_max[hr], __shfl_xor_sync(0xffffffffu, tile_max[hr], 1));
+      tile_max[hr] = fmaxf(tile_max[hr], __shfl_xor_sync(0xffffffffu, tile_max[hr], 2));
+      if ((lane & 3) == 0) red_max[half * kRows + rg * 16 + frag_row + 8 * hr] = tile_max[hr];
+    }
+    __syncthreads();
+    float m_new[2], scale[2], part_sum[2] = {0.f, 0.f};
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int r = rg * 16 + frag_row + 8 * hr;
+      m_new[hr] = fmaxf(m_run[hr], fmaxf(red_max[r], red_max[kRows + r]));
+      // m_new == -inf only when nothing was visible yet: keep the (zero) state as is. Otherwise
+      // exp(-inf - finite) = 0 correctly discards an empty previous state; -inf - -inf never occurs.
+      scale[hr] = m_new[hr] == -INFINITY ? 1.f : expf(m_run[hr] - m_new[hr]);
+    }
+#pragma unroll
+    for (int n = 0; n < 4; ++n) {
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const float s0 = s_acc[n][2 * hr], s1 = s_acc[n][2 * hr + 1];
+        // Masked keys get probability exactly 0 (s = -inf); l sums the unrounded fp32 values and
+        // the tensor cores get them rounded to bf16 (round to nearest even).
+        const float p0 = s0 == -INFINITY ? 0.f : expf(s0 - m_new[hr]);
+        const float p1 = s1 == -INFINITY ? 0.f : expf(s1 - m_new[hr]);
+        part_sum[hr] += p0 + p1;
+        const int r = rg * 16 + frag_row + 8 * hr;
+        const int key_local = half * 32 + n * 8 + frag_col;
+        *reinterpret_cast<__nv_bfloat162*>(p_s + r * kKvTile + swz(r, key_local >> 3) * 8 +
+                                           frag_col) = __floats2bfloat162_rn(p0, p1);
+      }
+    }
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      part_sum[hr] += __shfl_xor_sync(0xffffffffu, part_sum[hr], 1);
+      part_sum[hr] += __shfl_xor_sync(0xffffffffu, part_sum[hr], 2);
+      if ((lane & 3) == 0) red_sum[half * kRows + rg * 16 + frag_row + 8 * hr] = part_sum[hr];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int r = rg * 16 + frag_row + 8 * hr;
+      l_run[hr] = l_run[hr] * scale[hr] + (red_sum[r] + red_sum[kRows + r]);
+      m_run[hr] = m_new[hr];
+    }
+#pragma unroll
+    for (int c = 0; c < kVChunks; ++c)
+#pragma unroll
+      for (int n = 0; n < 4; ++n) {
+        acc[c][n][0] *= scale[0];
+        acc[c][n][1] *= scale[0];
+        acc[c][n][2] *= scale[1];
+        acc[c][n][3] *= scale[1];
+      }
+    // P fragments for this warp's 16 rows x 64 keys, reused across all 8 V chunks.
+    uint32_t pa[4][4];
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+      ldmatrix_x4(smem_addr(p_s + a_row * kKvTile + swz(a_row, ks * 2 + (lane >> 4)) * 8), pa[ks][0],
+                  pa[ks][1], pa[ks][2], pa[ks][3]);
+
+    // ---- O += P V over 8 chunks: this warp's 16 rows x 32 of each chunk's 64 columns ----
+#pragma unroll
+    for (int c = 0; c < kVChunks; ++c) {
+      const int g = tile * kChunksPerTile + kKChunks + c;
+      pipeline_step(g);
+      const __nv_bfloat16* buf = kv_s + (g % kStages) * kChunkElems;
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        const int key = ks * 16 + (mi & 1) * 8 + mr;
+#pragma unroll
+        for (int pair = 0; pair < 2; ++pair) {
+          const int unit = half * 4 + pair * 2 + (mi >> 1);
+          uint32_t b0, b1, b2, b3;
+          ldmatrix_x4_trans(smem_addr(buf + key * kChunk + swz(key, unit) * 8), b0, b1, b2, b3);
+          mma_bf16(acc[c][pair * 2], pa[ks], b0, b1);
+          mma_bf16(acc[c][pair * 2 + 1], pa[ks], b2, b3);
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // ---- write the normalized partial (split_plan.h numerics 3) ----
+  const int64_t partial = split;
+  const int64_t rows_total = p.max_total_q * H;
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int64_t row = row0 + rg * 16 + frag_row + 8 * hr;
+    if (row >= valid_rows) continue;
+    const int64_t out_row = (e.q_begin + row / H) * H + row % H;
+    const bool empty = l_run[hr] == 0.f;
+    const float inv = empty ? 0.f : 1.f / l_run[hr];
+    float* o = args.ws_o + (partial * rows_total + out_row) * kLatentDim;
+#pragma unroll
+    for (int c = 0; c < kVChunks; ++c)
+#pragma unroll
+      for (int n = 0; n < 4; ++n) {
+        const int col = c * kChunk + half * 32 + n * 8 + frag_col;
+        *reinterpret_cast<float2*>(o + col) =
+            make_float2(acc[c][n][2 * hr] * inv, acc[c][n][2 * hr + 1] * inv);
+      }
+    if (half == 0 && (lane & 3) == 0)
+      args.ws_lse[partial * rows_total + out_row] = empty ? -INFINITY : m_run[hr] + logf(l_run[hr]);
+  }
+}
+
+}  // namespace mlaverify::cuda::detail

@@ -1,0 +1,76 @@
+// Host lifecycle of the production verify kernel (CUTLASS device-adapter style): plain C++, no
+// CUDA headers, so callers (SGLang glue, the backend, the bench) never compile CUDA code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mlaverify/backend.h"
+#include "mlaverify/verify_params.h"
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*; declared here so no CUDA header is needed
+
+namespace mlaverify::cuda {
+
+// Kernel geometry shared by the launcher, the workspace size and the tests.
+inline constexpr int kRowsPerBlock = 64;  // (node, head) rows per block: one GEMM M tile
+inline constexpr int kThreadsPerBlock = 256;
+
+// Dynamic shared memory of the partial kernel for `stages` KV chunk buffers (see verify_kernel.cuh
+// for the carve-up): Q tile 64 x 576 bf16, P tile 64 x 64 bf16, stages x (64 x 64 bf16), row
+// max/sum exchange 2 x 2 x 64 fp32, draft visibility 64 x uint64.
+constexpr int partial_smem_bytes(int stages) {
+  return kRowsPerBlock * 576 * 2 + 64 * 64 * 2 + stages * 64 * 64 * 2 + 2 * 2 * 64 * 4 + 64 * 8;
+}
+// sm_120 (RTX PRO 6000) allows 101,376 bytes per block: two chunk buffers fit, three do not.
+inline constexpr int kStagesSm120 = 2;
+// Hopper allows 232,448 bytes: deeper pipeline, more bytes in flight per SM.
+inline constexpr int kStagesSm90 = 6;
+inline constexpr int kSm120SmemLimit = 101376;
+static_assert(partial_smem_bytes(kStagesSm120) <= kSm120SmemLimit, "sm_120 smem budget");
+static_assert(partial_smem_bytes(kStagesSm120 + 1) > kSm120SmemLimit, "a third buffer would fit");
+#ifdef MLAV_SM120_DYN_SMEM
+// cuda/CMakeLists.txt hands this number to the resource check; it must be the one we request.
+static_assert(partial_smem_bytes(kStagesSm120) == MLAV_SM120_DYN_SMEM,
+              "update MLAV_SM120_DYN_SMEM in cuda/CMakeLists.txt");
+#endif
+
+// Row tiles per request: the (node, head) pairs t * H + h of a request, 64 per block.
+inline int64_t row_tiles(int32_t max_draft, int32_t num_heads) {
+  return (static_cast<int64_t>(max_draft) * num_heads + kRowsPerBlock - 1) / kRowsPerBlock;
+}
+
+// A split count that gives at least two blocks per SM for a batch of this shape: the grid holds
+// batch_size * row_tiles * (num_splits + 1) blocks. Capped by kMaxSplits and by the prefix length
+// (no split shorter than 4 tiles, where the merge would cost more than the split saves).
+int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_draft,
+                           int64_t typical_prefix_len, int sm_count);
+
+// One verify launch over DEVICE pointers. Lifecycle: can_implement -> workspace_bytes ->
+// initialize (once, outside capture) -> run (any number of times, capturable in a CUDA graph).
+// Every size that varies per step is read on the device from the metadata buffers; run() does no
+// host synchronization, allocation or device-to-host read.
+class VerifyKernel {
+ public:
+  // Static checks only (dtypes, sizes, 16-byte alignment of strides and pointers): the metadata
+  // lives on the device and is trusted here (CudaBackend validates host copies before staging).
+  static Support can_implement(const VerifyParams& p);
+  // fp32 partials: (num_splits + 1) x max_total_q x H x (512 + 1).
+  static size_t workspace_bytes(const VerifyParams& p);
+
+  // Binds params, workspace (>= workspace_bytes, 16-byte aligned) and stream. Throws Unsupported
+  // when can_implement says no. Sets the kernel's shared-memory attribute (a host call, so do it
+  // before capture).
+  void initialize(const VerifyParams& p, void* workspace, CUstream_st* stream);
+  // Enqueues the partial kernel and the merge kernel on the stream.
+  void run();
+
+ private:
+  VerifyParams params_{};
+  void* workspace_ = nullptr;
+  CUstream_st* stream_ = nullptr;
+  int stages_ = kStagesSm120;
+  bool initialized_ = false;
+};
+
+}  // namespace mlaverify::cuda
