@@ -33,7 +33,8 @@ struct EncodedMask {
 // Encodes the trees of one batch (request i: trees[i] with prefix_lens[i] committed tokens).
 // FullMask prefix columns are ones (SGLang writes them; kernels do not read them). FlashInfer packs
 // each request's [D_i, P_i + D_i] row-major little-endian and pads it to a whole byte.
-// QlenOnlyBitpacking needs max D_i <= 32 and a word of word_bytes (1, 2, 4) holding max D_i bits.
+// QlenOnlyBitpacking needs max D_i <= 32 and a word of word_bytes (1, 2, 4) holding max D_i bits
+// (SGLang picks the smallest: 1 byte for D <= 8, 2 for D <= 16, else 4; any that fits is accepted).
 EncodedMask encode_mask(MaskFormat format, std::span<const DraftTree> trees,
                         std::span<const int64_t> prefix_lens,
                         IndptrConvention conv = IndptrConvention::Csr, int32_t word_bytes = 4);

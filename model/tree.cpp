@@ -176,7 +176,9 @@ TreeLinks DraftTree::links() const {
   l.next_token.assign(n, -1);    // [D]
   l.next_sibling.assign(n, -1);  // [D]
   // Walking nodes in decreasing index and pushing each onto the front of its parent's list leaves
-  // every list in increasing index, with the smallest child first.
+  // every list in increasing index, with the smallest child first. This is the order SGLang's
+  // build_tree_efficient produces (it also walks i = D-1 .. 1 and pushes to the front), so
+  // verify_tree_greedy visits siblings in the same order here and there.
   for (int32_t t = n - 1; t >= 1; --t) {
     int32_t p = parent_[t];
     l.next_sibling[t] = l.next_token[p];

@@ -21,6 +21,9 @@ struct TreeLinks {
 // Immutable once built: every constructor validates.
 class DraftTree {
  public:
+  // The one-node tree (root only, D = 1), so that containers of trees can be sized up front.
+  DraftTree() = default;
+
   // parent[0] == -1 and 0 <= parent[t] < t for t >= 1; otherwise InvalidInput("parent", t, why).
   static DraftTree from_parents(std::vector<int32_t> parent);
   // parent[t] = t - 1: a DeepSeek MTP chain, causal attention with the bottom-right rule.
@@ -57,13 +60,12 @@ class DraftTree {
   friend bool operator==(const DraftTree& a, const DraftTree& b) { return a.parent_ == b.parent_; }
 
  private:
-  DraftTree() = default;
   void check_node(const char* field, int32_t t) const;
 
-  std::vector<int32_t> parent_;        // [D]
-  std::vector<int32_t> depth_;         // [D]
-  std::vector<int32_t> child_begin_;   // [D + 1] CSR offsets into child_list_
-  std::vector<int32_t> child_list_;    // [D - 1] children grouped by parent, increasing index
+  std::vector<int32_t> parent_{-1};       // [D]
+  std::vector<int32_t> depth_{0};         // [D]
+  std::vector<int32_t> child_begin_{0, 0};  // [D + 1] CSR offsets into child_list_
+  std::vector<int32_t> child_list_;       // [D - 1] children grouped by parent, increasing index
   int32_t max_depth_ = 0;
 };
 

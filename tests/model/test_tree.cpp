@@ -131,6 +131,15 @@ TEST(DraftTree, AccessorsRejectOutOfRangeNodes) {
   expect_invalid([&] { (void)t.children(5); }, "node", 5);
 }
 
+TEST(DraftTree, DefaultIsTheOneNodeTree) {
+  DraftTree t;
+  EXPECT_EQ(t.size(), 1);
+  EXPECT_TRUE(t == DraftTree::chain(1));
+  EXPECT_TRUE(t.children(0).empty());
+  EXPECT_EQ(t.links().next_token, (std::vector<int64_t>{-1}));
+  EXPECT_EQ(t.ancestor_bits().count_row(0), 1);
+}
+
 TEST(DraftTree, ChainAndStarShapes) {
   DraftTree c = DraftTree::chain(4096);  // depth must be O(D): a deep chain is the worst case
   for (int32_t i = 0; i < c.size(); ++i) ASSERT_EQ(c.depth(i), i);
