@@ -21,7 +21,8 @@ class BitRows {
     if (rows < 0) throw InvalidInput("rows", -1, "negative row count " + std::to_string(rows));
     if (cols < 0) throw InvalidInput("cols", -1, "negative column count " + std::to_string(cols));
     words_per_row_ = (cols + 63) / 64;
-    words_.assign(static_cast<size_t>(rows) * static_cast<size_t>(words_per_row_), 0);  // [rows, wpr]
+    words_.assign(static_cast<size_t>(rows) * static_cast<size_t>(words_per_row_),
+                  0);  // [rows, wpr]
   }
 
   int32_t rows() const { return rows_; }

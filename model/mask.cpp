@@ -41,12 +41,12 @@ int64_t segment_size(MaskFormat f, int64_t d, int64_t p, const char* field, int6
 // last read of the block covers all of them.
 struct RequestView {
   MaskFormat format;
-  const uint8_t* bytes;   // p.mask as bytes
-  int32_t draft_nodes;    // D_i
-  int64_t prefix_len;     // P_i
-  int64_t base;           // format units: element (FullMask), bit (FlashInfer), byte, or word
-  int64_t row_stride;     // same units, between consecutive draft rows
-  int32_t word_bytes;     // QlenOnlyBitpacking
+  const uint8_t* bytes;  // p.mask as bytes
+  int32_t draft_nodes;   // D_i
+  int64_t prefix_len;    // P_i
+  int64_t base;          // format units: element (FullMask), bit (FlashInfer), byte, or word
+  int64_t row_stride;    // same units, between consecutive draft rows
+  int32_t word_bytes;    // QlenOnlyBitpacking
 
   // Byte index and bit within it of (t, j). Little-endian everywhere: bit j of a multi-byte word
   // is bit j % 8 of its byte j / 8; bit k of a FlashInfer segment is bit k % 8 of byte k / 8.
@@ -94,8 +94,9 @@ RequestView view_request(const VerifyParams& p, int32_t i) {
     throw InvalidInput("kv_indptr", i + 1,
                        "request " + str(i) + " has prefix length " + str(e.prefix_len) + " < 0");
   }
-  RequestView v{p.mask_format, static_cast<const uint8_t*>(p.mask), e.draft_nodes, e.prefix_len,
-                0, 0, p.mask_word_bytes};
+  RequestView v{
+      p.mask_format,    static_cast<const uint8_t*>(p.mask), e.draft_nodes, e.prefix_len, 0, 0,
+      p.mask_word_bytes};
   const int64_t d = e.draft_nodes;
   // Last read in format units, checked against mask_len below.
   int64_t first = 0;
@@ -110,9 +111,8 @@ RequestView view_request(const VerifyParams& p, int32_t i) {
         throw InvalidInput("mask_indptr", i,
                            "segment [" + str(start) + ", " + str(start) + " + " + str(size) +
                                ") of request " + str(i) + " outside the mask of " +
-                               str(p.mask_len) + (p.mask_format == MaskFormat::FullMask
-                                                      ? " elements"
-                                                      : " bytes"));
+                               str(p.mask_len) +
+                               (p.mask_format == MaskFormat::FullMask ? " elements" : " bytes"));
       }
       v.row_stride = e.prefix_len + d;
       if (p.mask_format == MaskFormat::FullMask) {
@@ -214,12 +214,14 @@ EncodedMask encode_mask(MaskFormat format, std::span<const DraftTree> trees,
   int32_t max_d = 0;
   int64_t total_q = 0;
   for (int64_t i = 0; i < bs; ++i) {
-    if (prefix_lens[i] < 0) throw InvalidInput("prefix_lens", i, "negative: " + str(prefix_lens[i]));
+    if (prefix_lens[i] < 0)
+      throw InvalidInput("prefix_lens", i, "negative: " + str(prefix_lens[i]));
     max_d = std::max(max_d, trees[i].size());
     total_q += trees[i].size();
   }
   if (total_q > INT32_MAX) {
-    throw InvalidInput("trees", -1, "total draft tokens " + str(total_q) + " overflow int32 qo_indptr");
+    throw InvalidInput("trees", -1,
+                       "total draft tokens " + str(total_q) + " overflow int32 qo_indptr");
   }
 
   EncodedMask m;
@@ -284,9 +286,9 @@ EncodedMask encode_mask(MaskFormat format, std::span<const DraftTree> trees,
         throw InvalidInput("word_bytes", -1, "must be 1, 2 or 4, got " + str(word_bytes));
       }
       if (max_d > 8 * word_bytes) {
-        throw InvalidInput("word_bytes", -1,
-                           "a " + str(word_bytes) + "-byte word cannot hold max D_i = " +
-                               str(max_d) + " columns");
+        throw InvalidInput(
+            "word_bytes", -1,
+            "a " + str(word_bytes) + "-byte word cannot hold max D_i = " + str(max_d) + " columns");
       }
       const int64_t s = max_d;
       m.draft_stride = max_d;

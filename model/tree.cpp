@@ -32,8 +32,8 @@ DraftTree DraftTree::from_parents(std::vector<int32_t> parent) {
   for (int32_t t = 1; t < n; ++t) {
     int32_t p = parent[t];
     if (p < 0 || p >= t) {
-      throw InvalidInput("parent", t,
-                         "must lie in [0, " + str(t) + ") (parents precede children), got " + str(p));
+      throw InvalidInput(
+          "parent", t, "must lie in [0, " + str(t) + ") (parents precede children), got " + str(p));
     }
     tree.depth_[t] = tree.depth_[p] + 1;
     tree.max_depth_ = std::max(tree.max_depth_, tree.depth_[t]);
@@ -137,7 +137,8 @@ DraftTree DraftTree::from_ancestor_bits(const BitRows& bits) {
     uint64_t above = bt == 63 ? 0 : (row[wt] >> (bt + 1));
     for (int32_t k = wt + 1; k < wpr && above == 0; ++k) above = row[k];
     if (above != 0) {
-      throw InvalidInput("ancestor_bits", t, "bit set above the diagonal (a node sees a later node)");
+      throw InvalidInput("ancestor_bits", t,
+                         "bit set above the diagonal (a node sees a later node)");
     }
     if (t == 0) continue;
     // The parent is the highest set column below t: ancestors' indices strictly decrease upward,

@@ -62,10 +62,10 @@ class DraftTree {
  private:
   void check_node(const char* field, int32_t t) const;
 
-  std::vector<int32_t> parent_{-1};       // [D]
-  std::vector<int32_t> depth_{0};         // [D]
+  std::vector<int32_t> parent_{-1};         // [D]
+  std::vector<int32_t> depth_{0};           // [D]
   std::vector<int32_t> child_begin_{0, 0};  // [D + 1] CSR offsets into child_list_
-  std::vector<int32_t> child_list_;       // [D - 1] children grouped by parent, increasing index
+  std::vector<int32_t> child_list_;         // [D - 1] children grouped by parent, increasing index
   int32_t max_depth_ = 0;
 };
 

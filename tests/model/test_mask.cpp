@@ -139,8 +139,9 @@ TEST(Mask, EveryFormatRoundTripsMixedBatches) {
     std::vector<int64_t> prefixes;
     for (size_t k = 0; k < kSizes.size(); ++k) {
       int32_t n = kSizes[k];
-      trees.push_back(shape == 0 ? random_tree(n, 500 + n)
-                                 : shape == 1 ? DraftTree::chain(n) : DraftTree::star(n));
+      trees.push_back(shape == 0   ? random_tree(n, 500 + n)
+                      : shape == 1 ? DraftTree::chain(n)
+                                   : DraftTree::star(n));
       prefixes.push_back(kPrefixes[k % kPrefixes.size()]);
     }
     for (const FormatCase& fc : kFormats) {
@@ -391,14 +392,23 @@ TEST(Mask, EncodeRejectsBadInput) {
   std::vector<DraftTree> one = {DraftTree::chain(4)};
   std::vector<DraftTree> none;
   expect_invalid([&] { encode_mask(F::FullMask, none, std::vector<int64_t>{}); }, "trees", -1);
-  expect_invalid([&] { encode_mask(F::FullMask, one, std::vector<int64_t>{1, 2}); },
-                 "prefix_lens", -1);
+  expect_invalid(
+      [&] {
+        encode_mask(F::FullMask, one, std::vector<int64_t>{1, 2});
+      },
+      "prefix_lens", -1);
   std::vector<DraftTree> two = {DraftTree::chain(4), DraftTree::chain(2)};
-  expect_invalid([&] { encode_mask(F::QlenOnly, two, std::vector<int64_t>{0, -1}); },
-                 "prefix_lens", 1);
+  expect_invalid(
+      [&] {
+        encode_mask(F::QlenOnly, two, std::vector<int64_t>{0, -1});
+      },
+      "prefix_lens", 1);
   std::vector<DraftTree> wide = {DraftTree::chain(4), DraftTree::star(33)};
   expect_invalid(
-      [&] { encode_mask(F::QlenOnlyBitpacking, wide, std::vector<int64_t>{0, 0}); }, "trees", 1);
+      [&] {
+        encode_mask(F::QlenOnlyBitpacking, wide, std::vector<int64_t>{0, 0});
+      },
+      "trees", 1);
   expect_invalid(
       [&] { encode_mask(F::QlenOnlyBitpacking, one, std::vector<int64_t>{0}, C::Csr, 3); },
       "word_bytes", -1);
@@ -408,13 +418,11 @@ TEST(Mask, EncodeRejectsBadInput) {
       "word_bytes", -1);
   expect_invalid([&] { encode_mask(static_cast<F>(9), one, std::vector<int64_t>{0}); }, "format",
                  -1);
-  expect_invalid(
-      [&] { encode_mask(F::FullMask, one, std::vector<int64_t>{0}, static_cast<C>(5)); }, "conv",
-      -1);
+  expect_invalid([&] { encode_mask(F::FullMask, one, std::vector<int64_t>{0}, static_cast<C>(5)); },
+                 "conv", -1);
   // D * (P + D) overflows int64: rejected before any allocation.
-  expect_invalid(
-      [&] { encode_mask(F::FullMask, one, std::vector<int64_t>{INT64_MAX / 2}); }, "prefix_lens",
-      0);
+  expect_invalid([&] { encode_mask(F::FullMask, one, std::vector<int64_t>{INT64_MAX / 2}); },
+                 "prefix_lens", 0);
 }
 
 // A fresh, valid three-request launch for the rejection tests below.
@@ -588,6 +596,18 @@ TEST(Mask, ValidateRejectsNegativeExtents) {
     l->qo_indptr[2] = l->qo_indptr[1] - 1;
     expect_invalid([&] { validate_mask(l->p); }, "qo_indptr", 2);
   }
+}
+
+TEST(Mask, DecodeTreesRejectsARequestWithoutDraftNodes) {
+  // D_1 = 0 (qo_indptr[2] == qo_indptr[1]): nothing to read, so validate_mask passes and the block
+  // is 0 x 0, but a draft tree needs its root; decode_trees names the request.
+  std::vector<DraftTree> trees = {DraftTree::chain(3), DraftTree::chain(2)};
+  auto l = make_launch(trees, {1, 1}, F::QlenOnly);
+  l->qo_indptr[2] = l->qo_indptr[1];
+  l->p.batch_size = 2;
+  EXPECT_NO_THROW(validate_mask(l->p));
+  EXPECT_EQ(draft_block(l->p, 1).rows(), 0);
+  expect_invalid([&] { decode_trees(l->p); }, "mask", 1, "empty");
 }
 
 TEST(Mask, DecodersRejectOutOfRangeRequestsAndNodes) {

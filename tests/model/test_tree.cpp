@@ -18,7 +18,8 @@ namespace {
 
 // Runs f, expects InvalidInput naming `field` and `index`.
 template <class F>
-void expect_invalid(F&& f, const std::string& field, int64_t index, const std::string& detail = "") {
+void expect_invalid(F&& f, const std::string& field, int64_t index,
+                    const std::string& detail = "") {
   try {
     f();
     ADD_FAILURE() << "expected InvalidInput(" << field << ", " << index << ")";
@@ -94,8 +95,8 @@ TEST(BitRows, RejectsBadShapesAndIndices) {
 TEST(DraftTree, FromParentsRejectsEachInvalidNode) {
   expect_invalid([] { DraftTree::from_parents({}); }, "parent", -1, "empty");
   expect_invalid([] { DraftTree::from_parents({0, 0}); }, "parent", 0, "root");
-  expect_invalid([] { DraftTree::from_parents({-1, 0, 2}); }, "parent", 2);     // self-parent
-  expect_invalid([] { DraftTree::from_parents({-1, 0, 0, 5}); }, "parent", 3);  // later node
+  expect_invalid([] { DraftTree::from_parents({-1, 0, 2}); }, "parent", 2);      // self-parent
+  expect_invalid([] { DraftTree::from_parents({-1, 0, 0, 5}); }, "parent", 3);   // later node
   expect_invalid([] { DraftTree::from_parents({-1, 0, 0, -1}); }, "parent", 3);  // second root
   expect_invalid([] { DraftTree::from_parents({-1, 1}); }, "parent", 1);
   expect_invalid([] { DraftTree::chain(0); }, "n", -1);
@@ -284,11 +285,17 @@ TEST(DraftTree, FromLinksRejectsEachMalformedLink) {
   // Node 2 listed as a child of 1 while already the root's child (a longer cycle / DAG).
   expect_invalid([] { DraftTree::from_links({{1, 2, -1}, {-1, 2, -1}}); }, "next_token", 1);
   // Unreachable: node 2 is named by no link.
-  expect_invalid([] { DraftTree::from_links({{1, -1, -1}, {-1, -1, -1}}); }, "next_token", 2,
-                 "unreachable");
+  expect_invalid(
+      [] {
+        DraftTree::from_links({{1, -1, -1}, {-1, -1, -1}});
+      },
+      "next_token", 2, "unreachable");
   // A child before its parent: 1 hangs under 2.
-  expect_invalid([] { DraftTree::from_links({{2, -1, 1}, {-1, -1, -1}}); }, "next_token", 2,
-                 "after");
+  expect_invalid(
+      [] {
+        DraftTree::from_links({{2, -1, 1}, {-1, -1, -1}});
+      },
+      "next_token", 2, "after");
 }
 
 TEST(DraftTree, FromLinksRejectsANodeReachedTwice) {
