@@ -88,7 +88,8 @@ enum class MaskFormat : int32_t {
   // FlashInfer: each request's [D_i, P_i + D_i] bit-packed little-endian (bit k of byte k / 8 is
   // element k), padded to a whole byte per request; mask_indptr int64 counts bytes.
   FlashInferPacked = 3,
-  // uint32 [T, mask_draft_stride] words per draft token, bit (j % 32) of word j / 32 = draft column
+  // uint32 [T, mask_draft_stride] words per draft token (stride >= ceil(max D / 32) words), bit
+  // (j % 32) of word j / 32 = draft column
   // j: the compact format for large trees (D up to 1024).
   DraftBits = 4,
 };
