@@ -1,0 +1,173 @@
+// The kernel's own lifecycle on device pointers, captured once in a CUDA graph and replayed with
+// new batch contents (trees, prefix lengths, real batch sizes, graph padding): right every time.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "cuda/cuda_check.h"
+#include "cuda/verify_kernel.h"
+#include "model/batch.h"
+#include "tests/cuda/test_util.h"
+
+namespace mlaverify::cuda::testing {
+namespace {
+
+using model::BatchSpec;
+using model::VerifyBatch;
+
+struct DevBuf {
+  void* p = nullptr;
+  explicit DevBuf(size_t bytes) { CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 16))); }
+  ~DevBuf() { cudaFree(p); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+};
+
+// Captured sizes: what SGLang fixes per captured graph (batch size, heads, max draft, splits),
+// and capacities for everything else.
+constexpr int32_t kBs = 6;
+constexpr int32_t kHeads = 8;
+constexpr int32_t kMaxDraft = 24;
+constexpr int64_t kMaxTotalQ = int64_t{kBs} * kMaxDraft;
+constexpr int32_t kSplits = 3;
+
+// Batches of different real sizes, trees and prefix lengths, all padded to the captured kBs.
+std::vector<BatchSpec> replay_specs() {
+  std::vector<BatchSpec> v;
+  Rng rng(99);
+  const int32_t real_sizes[] = {6, 2, 5, 1, 4};
+  for (int32_t n = 0; n < 5; ++n) {
+    BatchSpec s;
+    for (int32_t i = 0; i < real_sizes[n]; ++i) {
+      const int32_t d = 1 + rng.below(kMaxDraft);
+      const int64_t p = rng.below(3) == 0 ? rng.below(3) : rng.below(700);  // P = 0, 1, 2 often
+      s.requests.push_back({random_tree(d, rng), p});
+    }
+    s.num_heads = kHeads;
+    s.num_splits = kSplits;
+    s.graph_padded_bs = kBs;
+    s.value_scale = 0.25;
+    s.seed = 1000 + n;
+    v.push_back(s);
+  }
+  return v;
+}
+
+TEST(CudaGraph, CaptureOnceReplayWithNewContents) {
+  MLAV_SKIP_WITHOUT_DEVICE();
+  std::vector<VerifyBatch> batches;
+  for (const BatchSpec& s : replay_specs()) batches.push_back(VerifyBatch::build(s));
+  int64_t pool_cap = 0, idx_cap = 0, mask_cap = 0, slots_cap = 0;
+  for (VerifyBatch& b : batches) {
+    VerifyParams p = b.params();
+    ASSERT_EQ(p.batch_size, kBs);
+    ASSERT_LE(p.max_total_q, kMaxTotalQ);
+    pool_cap = std::max(pool_cap, b.pool().storage_elements());
+    slots_cap = std::max(slots_cap, p.pool_slots);
+    idx_cap = std::max<int64_t>(idx_cap, static_cast<int64_t>(b.metadata().kv_indices.size()));
+    mask_cap = std::max(mask_cap, p.mask_len);
+  }
+  // Device buffers at their captured capacities.
+  DevBuf q(kMaxTotalQ * kHeads * kRowDim * 2), pool(pool_cap * 2), qo((kBs + 1) * 4),
+      kv((kBs + 1) * 4), idx(std::max<int64_t>(idx_cap, 1) * 8), kext(kMaxTotalQ * kRowDim * 2),
+      mask(mask_cap), mask_indptr((kBs + 1) * 8), o(kMaxTotalQ * kHeads * kLatentDim * 2),
+      lse(kMaxTotalQ * kHeads * 4);
+
+  VerifyParams d = batches[0].params();  // strides, layout, formats: the same for every batch
+  d.batch_size = kBs;
+  d.max_draft = kMaxDraft;
+  d.max_total_q = kMaxTotalQ;
+  d.num_splits = kSplits;
+  d.q = q.p;
+  d.kv_pool = pool.p;
+  d.pool_slots = slots_cap;
+  d.qo_indptr = static_cast<const int32_t*>(qo.p);
+  d.kv_indptr = static_cast<const int32_t*>(kv.p);
+  d.kv_indices = static_cast<const int64_t*>(idx.p);
+  d.kv_indices_len = idx_cap;
+  d.k_extend = kext.p;
+  d.mask = mask.p;
+  d.mask_len = mask_cap;
+  d.mask_indptr = static_cast<const int64_t*>(mask_indptr.p);
+  d.o_lat = o.p;
+  d.lse = static_cast<float*>(lse.p);
+  ASSERT_TRUE(VerifyKernel::can_implement(d)) << VerifyKernel::can_implement(d).reason;
+  DevBuf ws(VerifyKernel::workspace_bytes(d));
+
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  VerifyKernel kernel;
+  kernel.initialize(d, ws.p, stream);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  kernel.run();
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+
+  CudaBackend eager;
+  auto replay = [&](VerifyBatch& b, std::vector<uint16_t>& o_bits, std::vector<float>& lse_out) {
+    const VerifyParams p = b.params();
+    const int64_t T = b.total_tokens();
+    auto up = [&](void* dst, const void* src, size_t bytes) {
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    };
+    up(q.p, p.q, T * kHeads * kRowDim * 2);
+    up(pool.p, p.kv_pool, b.pool().storage_elements() * 2);
+    up(qo.p, p.qo_indptr, (kBs + 1) * 4);
+    up(kv.p, p.kv_indptr, (kBs + 1) * 4);
+    if (!b.metadata().kv_indices.empty()) up(idx.p, p.kv_indices, b.metadata().kv_indices.size() * 8);
+    up(kext.p, p.k_extend, T * kRowDim * 2);
+    up(mask.p, p.mask, p.mask_len);
+    up(mask_indptr.p, p.mask_indptr, (kBs + 1) * 8);
+    // Stale outputs from the last replay are overwritten with NaN: every real row must be written.
+    CUDA_CHECK(cudaMemsetAsync(o.p, 0xff, kMaxTotalQ * kHeads * kLatentDim * 2, stream));
+    CUDA_CHECK(cudaMemsetAsync(lse.p, 0xff, kMaxTotalQ * kHeads * 4, stream));
+    CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    o_bits.resize(T * kHeads * kLatentDim);
+    lse_out.resize(T * kHeads);
+    CUDA_CHECK(cudaMemcpyAsync(o_bits.data(), o.p, o_bits.size() * 2, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaMemcpyAsync(lse_out.data(), lse.p, lse_out.size() * 4, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+  };
+
+  std::vector<std::vector<uint16_t>> first_bits;
+  for (size_t n = 0; n < batches.size(); ++n) {
+    VerifyBatch& b = batches[n];
+    std::vector<uint16_t> bits;
+    std::vector<float> lse_g;
+    replay(b, bits, lse_g);
+    // The eager backend on the same batch (its own grid from the batch's own maxima) is the
+    // reference: identical per-block arithmetic, so identical bits for every real row.
+    b.poison_outputs();
+    eager.run(b.params());
+    const size_t real = static_cast<size_t>(b.real_tokens()) * kHeads;
+    for (size_t r = 0; r < real; ++r) {
+      ASSERT_EQ(0, std::memcmp(&lse_g[r], &b.lse()[r], 4)) << "batch " << n << " row " << r;
+      for (int k = 0; k < kLatentDim; ++k)
+        ASSERT_EQ(bits[r * kLatentDim + k], b.o_lat()[r * kLatentDim + k].bits)
+            << "batch " << n << " row " << r << " column " << k;
+    }
+    // Padded rows were written too and hold no NaN (slot 0 is finite).
+    for (size_t k = 0; k < bits.size(); ++k)
+      ASSERT_FALSE(std::isnan(bf16_to_float(bf16{bits[k]}))) << "batch " << n << " element " << k;
+    first_bits.push_back(bits);
+  }
+  // Replaying an earlier batch after others gives its first result again: no state leaks
+  // between replays through the workspace.
+  std::vector<uint16_t> again;
+  std::vector<float> lse_again;
+  replay(batches[0], again, lse_again);
+  EXPECT_EQ(again, first_bits[0]);
+
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+}  // namespace
+}  // namespace mlaverify::cuda::testing

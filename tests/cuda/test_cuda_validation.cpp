@@ -1,0 +1,281 @@
+// Host-side rejections of CudaBackend (every InvalidInput names its field and index) and the
+// kernel's static support checks. None needs a device: these run in CI too.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/verify_kernel.h"
+#include "mlaverify/error.h"
+#include "mlaverify/split_plan.h"
+#include "model/batch.h"
+#include "model/validate.h"
+#include "tests/cuda/test_util.h"
+
+namespace mlaverify::cuda::testing {
+namespace {
+
+using model::BatchSpec;
+using model::DraftTree;
+using model::VerifyBatch;
+
+VerifyBatch small_batch(MaskFormat format = MaskFormat::FullMask,
+                        DraftKvSource source = DraftKvSource::ExtendRows,
+                        IndptrConvention conv = IndptrConvention::Csr) {
+  BatchSpec s;
+  s.requests = {{DraftTree::from_parents({-1, 0, 0, 1}), 5}, {DraftTree::chain(3), 0}};
+  s.num_heads = 2;
+  s.mask_format = format;
+  s.draft_source = source;
+  s.mask_indptr_convention = conv;
+  s.mask_word_bytes = 1;
+  s.seed = 1;
+  return VerifyBatch::build(s);
+}
+
+// The backend rejects p naming (field, index); the model's validator rejects it too (cuda/ keeps
+// its own host checks because it may not depend on model/, so the two must not drift apart).
+void expect_invalid(const VerifyParams& p, const std::string& field, int64_t index) {
+  CudaBackend gpu;
+  try {
+    gpu.run(p);
+    ADD_FAILURE() << "accepted; expected InvalidInput on " << field << "[" << index << "]";
+  } catch (const InvalidInput& e) {
+    EXPECT_EQ(e.field(), field) << e.what();
+    EXPECT_EQ(e.index(), index) << e.what();
+  }
+  EXPECT_THROW(model::validate_params(p), InvalidInput) << "model accepts what cuda rejects: " << field;
+}
+
+TEST(CudaValidation, ValidBatchPassesHostChecks) {
+  for (MaskFormat f : {MaskFormat::FullMask, MaskFormat::QlenOnly, MaskFormat::QlenOnlyBitpacking,
+                       MaskFormat::FlashInferPacked, MaskFormat::DraftBits}) {
+    VerifyBatch b = small_batch(f);
+    CudaBackend gpu;
+    // Valid metadata is never InvalidInput; without a device it is Unsupported, with one it runs.
+    try {
+      gpu.run(b.params());
+    } catch (const Unsupported& e) {
+      EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(CudaValidation, StaticSizes) {
+  VerifyBatch b = small_batch();
+  auto with = [&](const std::function<void(VerifyParams&)>& f) {
+    VerifyParams p = b.params();
+    f(p);
+    return p;
+  };
+  expect_invalid(with([](VerifyParams& p) { p.batch_size = 0; }), "batch_size", -1);
+  expect_invalid(with([](VerifyParams& p) { p.num_heads = 129; }), "num_heads", -1);
+  expect_invalid(with([](VerifyParams& p) { p.max_draft = 0; }), "max_draft", -1);
+  expect_invalid(with([](VerifyParams& p) { p.max_draft = 1025; }), "max_draft", -1);
+  expect_invalid(with([](VerifyParams& p) { p.num_splits = 65; }), "num_splits", -1);
+  expect_invalid(with([](VerifyParams& p) { p.max_total_q = 0; }), "max_total_q", -1);
+  expect_invalid(with([](VerifyParams& p) { p.sm_scale = std::nanf(""); }), "sm_scale", -1);
+  expect_invalid(with([](VerifyParams& p) { p.sm_scale = 0.f; }), "sm_scale", -1);
+  expect_invalid(with([](VerifyParams& p) { p.mask_format = static_cast<MaskFormat>(9); }),
+                 "mask_format", -1);
+}
+
+TEST(CudaValidation, NullPointers) {
+  VerifyBatch b = small_batch();
+  VerifyParams p = b.params();
+  VerifyParams q = p;
+  q.q = nullptr;
+  expect_invalid(q, "q", -1);
+  q = p, q.kv_pool = nullptr;
+  expect_invalid(q, "kv_pool", -1);
+  q = p, q.qo_indptr = nullptr;
+  expect_invalid(q, "qo_indptr", -1);
+  q = p, q.kv_indptr = nullptr;
+  expect_invalid(q, "kv_indptr", -1);
+  q = p, q.o_lat = nullptr;
+  expect_invalid(q, "o_lat", -1);
+  q = p, q.lse = nullptr;
+  expect_invalid(q, "lse", -1);
+  q = p, q.mask = nullptr;
+  expect_invalid(q, "mask", -1);
+  q = p, q.k_extend = nullptr;
+  expect_invalid(q, "k_extend", -1);
+  q = p, q.mask_indptr = nullptr;
+  expect_invalid(q, "mask_indptr", -1);
+}
+
+TEST(CudaValidation, StridesAndOffsets) {
+  VerifyBatch b = small_batch();
+  VerifyParams p = b.params();
+  VerifyParams q = p;
+  q.pool_slots = 0;
+  expect_invalid(q, "pool_slots", -1);
+  q = p, q.q_latent_offset = 72;  // latent [72, 584) runs past the 576-element head stride
+  expect_invalid(q, "q_latent_offset", -1);
+  q = p, q.q_rope_offset = 520;
+  expect_invalid(q, "q_rope_offset", -1);
+  q = p, q.q_token_stride = p.q_head_stride;  // H = 2 heads need 2 head strides
+  expect_invalid(q, "q_token_stride", -1);
+  q = p, q.o_head_stride = 256;
+  expect_invalid(q, "o_head_stride", -1);
+  q = p, q.o_token_stride = kLatentDim;
+  expect_invalid(q, "o_token_stride", -1);
+  q = p, q.k_extend_stride = 512;
+  expect_invalid(q, "k_extend_stride", -1);
+}
+
+TEST(CudaValidation, QoAndKvIndptr) {
+  VerifyBatch b = small_batch();
+  VerifyParams p = b.params();
+  std::vector<int32_t> qo = b.metadata().qo_indptr;  // [0, 4, 7]
+  std::vector<int32_t> kv = b.metadata().kv_indptr;  // [0, 5, 5]
+  VerifyParams q = p;
+  std::vector<int32_t> bad = qo;
+  bad[0] = 1;
+  q.qo_indptr = bad.data();
+  expect_invalid(q, "qo_indptr", 0);
+  bad = qo, bad[1] = 0;  // request 0 has D = 0
+  q.qo_indptr = bad.data();
+  expect_invalid(q, "qo_indptr", 1);
+  q = p, q.max_draft = 3;  // request 0 has D = 4
+  expect_invalid(q, "qo_indptr", 1);
+  q = p, q.max_total_q = 6;  // T = 7
+  expect_invalid(q, "qo_indptr", 2);
+  std::vector<int32_t> kbad = kv;
+  kbad[0] = 1;
+  q = p, q.kv_indptr = kbad.data();
+  expect_invalid(q, "kv_indptr", 0);
+  kbad = kv, kbad[2] = 4;  // 4 < 5: decreasing at entry 2
+  q.kv_indptr = kbad.data();
+  expect_invalid(q, "kv_indptr", 2);
+  q = p, q.kv_indices_len = 4;  // kv_indptr[bs] = 5
+  expect_invalid(q, "kv_indptr", 2);
+}
+
+TEST(CudaValidation, SlotsOutsideThePool) {
+  VerifyBatch b = small_batch();
+  VerifyParams p = b.params();
+  std::vector<int64_t> idx = b.metadata().kv_indices;
+  idx[3] = p.pool_slots;  // one past the last slot
+  VerifyParams q = p;
+  q.kv_indices = idx.data();
+  expect_invalid(q, "kv_indices", 3);
+  idx[3] = -1;
+  expect_invalid(q, "kv_indices", 3);
+}
+
+TEST(CudaValidation, CacheSlotsNeedDraftSlots) {
+  VerifyBatch b = small_batch(MaskFormat::FullMask, DraftKvSource::CacheSlots);
+  VerifyParams p = b.params();
+  std::vector<int32_t> kv = b.metadata().kv_indptr;  // [0, 9, 12]
+  kv[2] = kv[1] + 2;  // request 1 has D = 3 but only 2 kv entries
+  p.kv_indptr = kv.data();
+  expect_invalid(p, "kv_indptr", 2);
+}
+
+TEST(CudaValidation, MaskExtents) {
+  {
+    VerifyBatch b = small_batch();  // FullMask Csr: segments 4 * 9 = 36 and 3 * 3 = 9
+    VerifyParams p = b.params();
+    std::vector<int64_t> mi = b.mask().indptr;
+    mi[0] = 1;
+    p.mask_indptr = mi.data();
+    expect_invalid(p, "mask_indptr", 0);
+    mi = b.mask().indptr, mi[2] = mi[1] + 8;  // request 1's segment is 9 elements
+    expect_invalid(p, "mask_indptr", 2);
+    p = b.params(), p.mask_len = 40;
+    expect_invalid(p, "mask_indptr", 1);
+  }
+  {
+    VerifyBatch b = small_batch(MaskFormat::FullMask, DraftKvSource::ExtendRows,
+                                IndptrConvention::OffsetsOnly);
+    VerifyParams p = b.params();
+    std::vector<int64_t> mi = b.mask().indptr;  // [0, 36]
+    mi[1] = 40;  // 40 + 9 > 45
+    p.mask_indptr = mi.data();
+    expect_invalid(p, "mask_indptr", 1);
+  }
+  {
+    VerifyBatch b = small_batch(MaskFormat::QlenOnly);
+    VerifyParams p = b.params();
+    p.mask_draft_stride = 3;  // request 0 has D = 4
+    expect_invalid(p, "mask_draft_stride", 0);
+    p = b.params(), p.mask_len = 20;  // 2 requests * 4 * 4 = 32 bytes
+    expect_invalid(p, "mask", -1);
+  }
+  {
+    VerifyBatch b = small_batch(MaskFormat::QlenOnlyBitpacking);
+    VerifyParams p = b.params();
+    p.mask_word_bytes = 3;
+    expect_invalid(p, "mask_word_bytes", -1);
+  }
+  {
+    VerifyBatch b = small_batch(MaskFormat::DraftBits);
+    VerifyParams p = b.params();
+    p.mask_draft_stride = 0;
+    expect_invalid(p, "mask_draft_stride", 0);
+    p = b.params(), p.mask_len = 5;  // T = 7 rows of one word
+    expect_invalid(p, "mask", -1);
+  }
+}
+
+// The kernel's static checks: a clear reason, never a throw.
+TEST(CudaSupport, KernelStaticChecks) {
+  VerifyBatch b = small_batch();
+  VerifyParams p = b.params();
+  // Host pointers of a VerifyBatch may be 16-byte aligned or not; pointer checks are the
+  // kernel's (device pointers), so test the stride rules through a copy with aligned fakes.
+  alignas(16) static unsigned char fake[64];
+  VerifyParams d = p;
+  d.q = d.kv_pool = d.k_extend = d.mask = fake;
+  d.o_lat = fake;
+  d.lse = reinterpret_cast<float*>(fake);
+  EXPECT_TRUE(VerifyKernel::can_implement(d)) << VerifyKernel::can_implement(d).reason;
+  VerifyParams x = d;
+  x.q_head_stride = 580;  // 16-byte loads need multiples of 8 elements
+  x.q_token_stride = 2 * 580;
+  EXPECT_FALSE(VerifyKernel::can_implement(x));
+  x = d, x.kv_dtype = DType::F32;
+  EXPECT_FALSE(VerifyKernel::can_implement(x));
+  x = d, x.q_dtype = DType::F32;
+  EXPECT_FALSE(VerifyKernel::can_implement(x));
+  x = d, x.kv_layout = KvLayout::latent_first(580);
+  EXPECT_FALSE(VerifyKernel::can_implement(x));
+  x = d, x.q = fake + 2;
+  EXPECT_FALSE(VerifyKernel::can_implement(x));
+  x = d, x.batch_size = 70000;
+  EXPECT_FALSE(VerifyKernel::can_implement(x));
+  x = d, x.num_splits = 0;
+  EXPECT_FALSE(VerifyKernel::can_implement(x));
+  EXPECT_NE(VerifyKernel::can_implement(x).reason.find("num_splits"), std::string::npos);
+}
+
+TEST(CudaSupport, BackendNamesTheMissingDevice) {
+  VerifyBatch b = small_batch();
+  CudaBackend gpu;
+  EXPECT_EQ(gpu.name(), "cuda");
+  const Support dev = cuda_device_available();
+  const Support s = gpu.can_implement(b.params());
+  if (!dev) {
+    EXPECT_FALSE(s);
+    EXPECT_NE(s.reason.find("no CUDA device"), std::string::npos) << s.reason;
+  } else {
+    EXPECT_TRUE(s) << s.reason;
+  }
+}
+
+TEST(CudaSupport, SuggestedSplitsFillTheMachine) {
+  // SPEC §8 k2-tp8-tree16: 16 requests x 2 row tiles = 32 blocks per split; 132 SMs want 264.
+  const int32_t s = suggest_num_splits(16, 8, 16, 8192, 132);
+  EXPECT_GE(16 * 2 * s, 2 * 132);
+  EXPECT_LE(s, kMaxSplits);
+  // A short prefix caps the split count (at least 4 tiles per split).
+  EXPECT_EQ(suggest_num_splits(1, 1, 1, 64 * 8, 132), 2);
+  EXPECT_EQ(suggest_num_splits(1, 1, 1, 0, 132), 1);
+}
+
+}  // namespace
+}  // namespace mlaverify::cuda::testing
