@@ -146,6 +146,12 @@ std::vector<int32_t> tree_parents(Rng& rng, int32_t d, bool chain) {
 // The full SPEC §8 workloads take 9-73 GFLOP-pairs (2 (576 + 512) H D sum(P + D)) each; on the
 // two shared cores of CI that is 3-20 s per iteration, so the prefix is divided by kPrefixDiv
 // (MLAV_BENCH_PREFIX_DIV overrides; 1 runs the full size). Sizes and trees are otherwise as listed.
+// Threads of the backend: MLAV_BENCH_THREADS, else every hardware thread.
+int bench_threads() {
+  const char* s = std::getenv("MLAV_BENCH_THREADS");
+  return s ? std::atoi(s) : 0;
+}
+
 int64_t prefix_div() {
   const char* s = std::getenv("MLAV_BENCH_PREFIX_DIV");
   return s ? std::max<int64_t>(1, std::atoll(s)) : 16;
@@ -157,7 +163,7 @@ void bm_workload(benchmark::State& state, Workload w) {
   std::vector<std::vector<int32_t>> parents;
   for (int32_t i = 0; i < w.bs; ++i) parents.push_back(tree_parents(rng, w.draft, w.chain));
   Launch launch(parents, std::vector<int64_t>(w.bs, prefix), w.heads, /*num_splits=*/1, rng.next());
-  CpuBackend backend;
+  CpuBackend backend({.threads = bench_threads()});
   for (auto _ : state) {
     backend.run(launch.params());
     benchmark::ClobberMemory();
@@ -189,7 +195,7 @@ void bm_property_cases(benchmark::State& state, bool with_model) {
     cases.push_back(std::make_unique<Launch>(parents, prefix, 8,
                                              1 + static_cast<int32_t>(rng.below(4)), rng.next()));
   }
-  CpuBackend backend;
+  CpuBackend backend({.threads = bench_threads()});
   for (auto _ : state) {
     for (auto& c : cases) {
       backend.run(c->params());

@@ -26,6 +26,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int kPartialStride = kLatentDim + 1;  // o (512) then lse, per (partial, token, head)
 constexpr int kQueryBlock = 16;                 // draft queries per work item
 constexpr int kDotLanes = 16;                   // interleaved partial sums of the score dot product
+constexpr int kPvChunk = 64;                    // output columns of P @ V kept in registers
 constexpr int kMaxDraftNodes = 1024;
 
 #if defined(MLAV_CPU_FAULTS)
@@ -52,17 +53,34 @@ inline void load_operands(DType dtype, const void* base, int64_t index, int n, f
   }
 }
 
-// The 576-long score dot product in the fixed order cpu_backend.h documents. The lane loop is
-// written so the compiler vectorizes it without reassociating anything.
+// The 576-long score dot product in the fixed order cpu_backend.h documents: 16 interleaved lane
+// sums, then the pairwise tree u += u+8, u += u+4, u += u+2, u += u+1. The lane loop is written so
+// the compiler vectorizes it without reassociating anything.
+inline float reduce_lanes(float* lane) {  // lane: [16]
+  for (int u = 0; u < 8; ++u) lane[u] += lane[u + 8];
+  for (int u = 0; u < 4; ++u) lane[u] += lane[u + 4];
+  for (int u = 0; u < 2; ++u) lane[u] += lane[u + 2];
+  return lane[0] + lane[1];
+}
+
 inline float dot_row(const float* q, const float* k) {  // q, k: [576]
   float lane[kDotLanes] = {};
   for (int base = 0; base < kRowDim; base += kDotLanes) {
     for (int u = 0; u < kDotLanes; ++u) lane[u] += q[base + u] * k[base + u];
   }
-  for (int width = kDotLanes / 2; width >= 1; width /= 2) {
-    for (int u = 0; u < width; ++u) lane[u] += lane[u + width];
+  return reduce_lanes(lane);
+}
+
+// Four dot_row results against one key row at once: the same per-lane order for each (so the
+// same bits), but four independent add chains to hide the adder latency and one load of k for four.
+inline void dot_rows4(const float* q, const float* k, float* out) {  // q: [4, 576], k: [576]
+  float lane[4][kDotLanes] = {};
+  for (int base = 0; base < kRowDim; base += kDotLanes) {
+    for (int r = 0; r < 4; ++r) {
+      for (int u = 0; u < kDotLanes; ++u) lane[r][u] += q[r * kRowDim + base + u] * k[base + u];
+    }
   }
-  return lane[0];
+  for (int r = 0; r < 4; ++r) out[r] = reduce_lanes(lane[r]);
 }
 
 // Everything a work item reads, decoded once per run on the calling thread.
@@ -122,6 +140,13 @@ struct RowState {
 };
 
 // One work item: the partial (o, lse) of queries [query_begin, query_end) of one request and head.
+// Cloned for AVX-512 and AVX2 with a runtime dispatch (GCC function multiversioning), so a wider
+// vector unit is used where present and the binary still runs anywhere. Every clone computes the
+// same bits: the lanes of dot_row and the elementwise P @ V loops are independent per element,
+// -ffp-contract=off forbids FMA, and nothing is reassociated, whatever the vector width.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 void run_item(const RunContext& ctx, const WorkItem& item) {
   const VerifyParams& p = *ctx.p;
   const RequestExtent& e = ctx.extents[item.request];
@@ -162,12 +187,16 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
   }
 
   std::vector<RowState> state(nq);
-  std::vector<float> acc(static_cast<size_t>(nq) * kLatentDim, 0.f);    // [nq, 512]
-  std::vector<float> tile(static_cast<size_t>(kKvTile) * kRowDim);      // [kKvTile, 576]
-  std::vector<float> scores(kKvTile);                                   // [kKvTile]
-  std::vector<uint8_t> visible(kKvTile);                                // [kKvTile]
-  std::vector<float> pv(kLatentDim);                                    // [512]
+  std::vector<float> acc(static_cast<size_t>(nq) * kLatentDim, 0.f);      // [nq, 512]
+  std::vector<float> tile(static_cast<size_t>(kKvTile) * kRowDim);        // [kKvTile, 576]
+  std::vector<float> scores(static_cast<size_t>(nq) * kKvTile);           // [nq, kKvTile]
+  std::vector<float> probs(static_cast<size_t>(nq) * kKvTile);            // [nq, kKvTile] bf16 P
+  std::vector<uint8_t> visible(static_cast<size_t>(nq) * kKvTile, 1);     // [nq, kKvTile]
+  std::vector<float> alpha(nq);                                           // [nq]
+  std::vector<uint8_t> live(nq);                                          // [nq] row saw a key
   const uint8_t* draft_mask = draft ? ctx.draft_visible[item.request].data() : nullptr;
+  // V is c, the first 512 entries of the logical row (SPEC §1).
+  const int v_offset = MLAV_FAULT(ctx, VFromWrongColumns) ? kRopeDim : 0;
 
   for (int64_t tile_begin = key_begin; tile_begin < key_end; tile_begin += kKvTile) {
     int64_t tile_end = std::min<int64_t>(tile_begin + kKvTile, key_end);
@@ -178,43 +207,77 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
     if (n <= 0) continue;
     if (draft) {
       gather_draft_tile(p, e, tile_begin, n, tile.data());
+      for (int r = 0; r < nq; ++r) {
+        const int64_t row = static_cast<int64_t>(item.query_begin + r) * e.draft_nodes;
+        for (int j = 0; j < n; ++j) visible[r * kKvTile + j] = draft_mask[row + tile_begin + j];
+      }
     } else {
       gather_prefix_tile(p, p.kv_indices + e.kv_begin + tile_begin, n, tile.data());
     }
-    // V is c, the first 512 entries of the logical row (SPEC §1).
-    const int v_offset = MLAV_FAULT(ctx, VFromWrongColumns) ? kRopeDim : 0;
 
+    // Phase 1, scores. Key-major so one key row stays in L1 while every query row meets it; each
+    // score is one dot_row in its fixed order, so the loop order changes no bit.
+    // Masked entries may be computed too (four rows at a time) but are never read.
+    for (int j = 0; j < n; ++j) {
+      const float* k_row = &tile[static_cast<int64_t>(j) * kRowDim];
+      int r = 0;
+      for (; r + 4 <= nq; r += 4) {
+        float dots[4];
+        dot_rows4(&q[r * kRowDim], k_row, dots);
+        for (int u = 0; u < 4; ++u) scores[(r + u) * kKvTile + j] = p.sm_scale * dots[u];
+      }
+      for (; r < nq; ++r) {
+        if (!visible[r * kKvTile + j]) continue;
+        scores[r * kKvTile + j] = p.sm_scale * dot_row(&q[r * kRowDim], k_row);
+      }
+    }
+
+    // Phase 2, per row: the tile max, the rescale factor, the probabilities.
     for (int r = 0; r < nq; ++r) {
-      const float* q_row = &q[r * kRowDim];
-      const int32_t t = item.query_begin + r;
+      const float* s_row = &scores[r * kKvTile];
+      const uint8_t* vis = &visible[r * kKvTile];
       float tile_max = kNegInf;
       for (int j = 0; j < n; ++j) {
-        visible[j] = draft ? draft_mask[static_cast<int64_t>(t) * e.draft_nodes + tile_begin + j]
-                           : 1;
-        if (!visible[j]) continue;
-        scores[j] = p.sm_scale * dot_row(q_row, &tile[static_cast<int64_t>(j) * kRowDim]);
-        tile_max = std::max(tile_max, scores[j]);
+        if (vis[j]) tile_max = std::max(tile_max, s_row[j]);
       }
       RowState& st = state[r];
       const float m_new = std::max(st.m, tile_max);
       // Nothing visible so far: keep the empty state, so exp(-inf - -inf) never happens.
-      if (m_new == kNegInf) continue;
+      live[r] = m_new != kNegInf;
+      if (!live[r]) continue;
       // m = -inf (first visible tile) gives alpha = 0, and acc, l are still 0.
-      const float alpha = std::exp(st.m - m_new);
+      alpha[r] = std::exp(st.m - m_new);
       float tile_l = 0.f;
-      std::fill(pv.begin(), pv.end(), 0.f);
+      float* p_row = &probs[r * kKvTile];
       for (int j = 0; j < n; ++j) {
-        if (!visible[j]) continue;
-        const float prob = std::exp(scores[j] - m_new);
-        tile_l += prob;  // l sums the unrounded fp32 probabilities
-        const float prob_bf16 = round_bf16(prob);  // the P operand of the P @ V product
-        const float* v = &tile[static_cast<int64_t>(j) * kRowDim + v_offset];
-        for (int k = 0; k < kLatentDim; ++k) pv[k] += prob_bf16 * v[k];
+        if (!vis[j]) continue;
+        const float prob = std::exp(s_row[j] - m_new);
+        tile_l += prob;                // l sums the unrounded fp32 probabilities
+        p_row[j] = round_bf16(prob);  // the P operand of the P @ V product
       }
-      st.l = st.l * alpha + tile_l;
+      st.l = st.l * alpha[r] + tile_l;
       st.m = m_new;
+    }
+
+    // Phase 3, pv = P @ V and acc = acc * alpha + pv, one 64-column chunk of one row at a time so
+    // the chunk's partial sums stay in registers while the keys stream past; each element still
+    // adds its keys in increasing order, and pv is complete before it meets acc.
+    for (int r = 0; r < nq; ++r) {
+      if (!live[r]) continue;
+      const float* p_row = &probs[r * kKvTile];
+      const uint8_t* vis = &visible[r * kKvTile];
       float* acc_row = &acc[r * kLatentDim];
-      for (int k = 0; k < kLatentDim; ++k) acc_row[k] = acc_row[k] * alpha + pv[k];
+      const float a = alpha[r];
+      for (int chunk = 0; chunk < kLatentDim; chunk += kPvChunk) {
+        float pv[kPvChunk] = {};  // [64]
+        for (int j = 0; j < n; ++j) {
+          if (!vis[j]) continue;
+          const float prob_bf16 = p_row[j];
+          const float* v = &tile[static_cast<int64_t>(j) * kRowDim + v_offset + chunk];
+          for (int k = 0; k < kPvChunk; ++k) pv[k] += prob_bf16 * v[k];
+        }
+        for (int k = 0; k < kPvChunk; ++k) acc_row[chunk + k] = acc_row[chunk + k] * a + pv[k];
+      }
     }
   }
 
