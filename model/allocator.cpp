@@ -196,8 +196,8 @@ std::optional<std::vector<int64_t>> PagedAllocator::alloc_extend(
   }
   if (static_cast<int64_t>(last_slots.size()) != bs) {
     throw InvalidInput("last_slots", -1,
-                       "length " + std::to_string(last_slots.size()) +
-                           " != prefix_lens length " + std::to_string(bs));
+                       "length " + std::to_string(last_slots.size()) + " != prefix_lens length " +
+                           std::to_string(bs));
   }
   const int64_t ps = page_size_;
   // Pass 1: validate every request and count new pages; nothing changes until all pass.
@@ -232,9 +232,9 @@ std::optional<std::vector<int64_t>> PagedAllocator::alloc_extend(
     for (int64_t k = 1; k <= tail_count[static_cast<size_t>(i)]; ++k) {
       const int64_t s = last + k;
       if (state_[static_cast<size_t>(s)] != SlotState::Reserved || !claimed.insert(s).second) {
-        throw InvalidInput("last_slots", i,
-                           "tail slot " + std::to_string(s) +
-                               " of its page is not reserved for this request");
+        throw InvalidInput(
+            "last_slots", i,
+            "tail slot " + std::to_string(s) + " of its page is not reserved for this request");
       }
     }
   }
@@ -321,9 +321,15 @@ void PagedAllocator::check_accounting() const {
     int64_t free_slots = 0;
     for (int64_t o = 0; o < ps; ++o) {
       switch (state_[static_cast<size_t>(p * ps + o)]) {
-        case SlotState::Free: ++free_slots; break;
-        case SlotState::Reserved: ++reserved; break;
-        case SlotState::Committed: ++committed; break;
+        case SlotState::Free:
+          ++free_slots;
+          break;
+        case SlotState::Reserved:
+          ++reserved;
+          break;
+        case SlotState::Committed:
+          ++committed;
+          break;
       }
     }
     invariant(free_slots == 0 || free_slots == ps,

@@ -36,7 +36,7 @@ class TokenAllocator {
   int64_t allocated() const { return size_ - available(); }
   bool is_allocated(int64_t slot) const;
 
-  const std::deque<int64_t>& free_slots() const { return free_; }        // alloc order
+  const std::deque<int64_t>& free_slots() const { return free_; }         // alloc order
   const std::vector<int64_t>& release_slots() const { return release_; }  // need_sort parking
 
   // Throws std::logic_error unless free list, release list and handed-out slots partition
@@ -112,7 +112,7 @@ class PagedAllocator {
   int64_t reserved() const { return reserved_; }
   SlotState slot_state(int64_t slot) const;
 
-  const std::deque<int64_t>& free_pages() const { return free_pages_; }       // alloc order
+  const std::deque<int64_t>& free_pages() const { return free_pages_; }  // alloc order
   const std::deque<int64_t>& release_pages() const { return release_pages_; }
 
   // Throws std::logic_error unless allocated == committed + reserved (recounted from the slot

@@ -93,7 +93,8 @@ void KvPool::validate_layout() const {
 }
 
 int64_t KvPool::element_index(const KvLayout& layout, int64_t slot, int k) {
-  return k < kLatentDim ? layout.latent_index(slot) + k : layout.rope_index(slot) + (k - kLatentDim);
+  return k < kLatentDim ? layout.latent_index(slot) + k
+                        : layout.rope_index(slot) + (k - kLatentDim);
 }
 
 int64_t KvPool::element_index(int64_t slot, int k) const {
@@ -156,9 +157,9 @@ void KvPool::write_raw_row(int64_t slot, std::span<const std::byte> bytes) {
   check_slot(slot);
   const size_t eb = static_cast<size_t>(dtype_bytes(dtype_));
   if (bytes.size() != kRowDim * eb) {
-    throw InvalidInput("row", -1,
-                       std::to_string(bytes.size()) + " bytes, a row is " +
-                           std::to_string(kRowDim * eb));
+    throw InvalidInput(
+        "row", -1,
+        std::to_string(bytes.size()) + " bytes, a row is " + std::to_string(kRowDim * eb));
   }
   for (int k = 0; k < kRowDim; ++k) {
     std::memcpy(storage_.data() + static_cast<size_t>(element_index(layout_, slot, k)) * eb,

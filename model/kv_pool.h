@@ -20,8 +20,7 @@ class KvPool {
   // `size` allocatable slots plus one page (the sink page), as SGLang sizes its MLA pool:
   // [size + page_size, 576]. `layout` says where slot s's c and k_pe live in the buffer; it must
   // keep every slot's 576 elements apart from every other slot's (checked).
-  KvPool(int64_t size, int64_t page_size, DType dtype,
-         KvLayout layout = KvLayout::latent_first());
+  KvPool(int64_t size, int64_t page_size, DType dtype, KvLayout layout = KvLayout::latent_first());
 
   // The FlashInfer layout of a pool of `num_slots` slots: one buffer holding the ckv region
   // [num_slots, 512] and then the kpe region [num_slots, 64].
@@ -68,8 +67,8 @@ class KvPool {
   int64_t page_size_;
   DType dtype_;
   KvLayout layout_;
-  int64_t elements_;                 // buffer length in dtype elements
-  std::vector<std::byte> storage_;   // [elements_ * dtype_bytes] raw, as a kernel sees it
+  int64_t elements_;                // buffer length in dtype elements
+  std::vector<std::byte> storage_;  // [elements_ * dtype_bytes] raw, as a kernel sees it
 };
 
 }  // namespace mlaverify::model

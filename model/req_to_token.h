@@ -32,8 +32,9 @@ class ReqToToken {
 
   std::span<const int32_t> row(int64_t r) const {  // [cols]
     if (r < 0 || r >= rows_) {
-      throw InvalidInput("req_to_token", r * cols_,
-                         "row " + std::to_string(r) + " outside [0, " + std::to_string(rows_) + ")");
+      throw InvalidInput(
+          "req_to_token", r * cols_,
+          "row " + std::to_string(r) + " outside [0, " + std::to_string(rows_) + ")");
     }
     return {data_.data() + r * cols_, static_cast<size_t>(cols_)};
   }

@@ -16,8 +16,9 @@ namespace {
 std::variant<TokenAllocator, PagedAllocator> make_allocator(const ServingConfig& cfg) {
   if (cfg.allocator == AllocatorKind::Token) {
     if (cfg.page_size != 1) {
-      throw InvalidInput("page_size", -1, "the token allocator has page size 1, got " +
-                                              std::to_string(cfg.page_size));
+      throw InvalidInput(
+          "page_size", -1,
+          "the token allocator has page size 1, got " + std::to_string(cfg.page_size));
     }
     return TokenAllocator(cfg.pool_size);
   }
@@ -148,7 +149,8 @@ std::optional<std::vector<int64_t>> ServingState::begin_verify(int64_t req, int3
   }
   if (!slots) return std::nullopt;
   for (int32_t t = 0; t < draft_nodes; ++t) {
-    req_to_token_.set(r.row, r.prefix_len + t, static_cast<int32_t>((*slots)[static_cast<size_t>(t)]));
+    req_to_token_.set(r.row, r.prefix_len + t,
+                      static_cast<int32_t>((*slots)[static_cast<size_t>(t)]));
   }
   r.draft_nodes = draft_nodes;
   write_rows(req, r, r.prefix_len, r.prefix_len + draft_nodes, gen);
@@ -164,9 +166,9 @@ void ServingState::accept(int64_t req, std::span<const int32_t> path,
   if (path.empty()) throw InvalidInput("path", -1, "empty: the root (node 0) is always accepted");
   if (path[0] != 0) throw InvalidInput("path", 0, "must start at the root node 0");
   if (!parents.empty() && static_cast<int64_t>(parents.size()) != d) {
-    throw InvalidInput("parents", -1,
-                       "length " + std::to_string(parents.size()) + " != draft_nodes " +
-                           std::to_string(d));
+    throw InvalidInput(
+        "parents", -1,
+        "length " + std::to_string(parents.size()) + " != draft_nodes " + std::to_string(d));
   }
   for (size_t k = 1; k < path.size(); ++k) {
     // Topological order (parents before children) makes every ancestor chain increasing.
@@ -244,7 +246,8 @@ int64_t ServingState::row(int64_t req) const { return live(req).row; }
 std::vector<int64_t> ServingState::prefix_slots(int64_t req) const {
   const Request& r = live(req);
   std::vector<int64_t> out(static_cast<size_t>(r.prefix_len));  // [P]
-  for (int64_t j = 0; j < r.prefix_len; ++j) out[static_cast<size_t>(j)] = req_to_token_.at(r.row, j);
+  for (int64_t j = 0; j < r.prefix_len; ++j)
+    out[static_cast<size_t>(j)] = req_to_token_.at(r.row, j);
   return out;
 }
 
@@ -315,12 +318,14 @@ void ServingState::check_invariants() const {
       owner[static_cast<size_t>(s)] = id;
       if (paged()) {
         // Position c lives at offset c % ps of the page holding its whole block c / ps.
-        if (s % ps != c % ps) violated(where + ": slot " + std::to_string(s) + " off its page offset");
+        if (s % ps != c % ps)
+          violated(where + ": slot " + std::to_string(s) + " off its page offset");
         if (c % ps != 0 && req_to_token_.at(row, c - 1) / ps != s / ps) {
           violated(where + ": block split across pages");
         }
         int64_t& po = page_owner[static_cast<size_t>(s / ps)];
-        if (po != 0 && po != id) violated(where + ": page shared with request " + std::to_string(po));
+        if (po != 0 && po != id)
+          violated(where + ": page shared with request " + std::to_string(po));
         po = id;
       }
     }
@@ -328,8 +333,8 @@ void ServingState::check_invariants() const {
   if (const TokenAllocator* t = token_allocator()) {
     for (int64_t s = 1; s <= t->size(); ++s) {
       if ((owner[static_cast<size_t>(s)] != 0) != t->is_allocated(s)) {
-        violated("slot " + std::to_string(s) + (t->is_allocated(s) ? " handed out but unowned"
-                                                                   : " owned but free"));
+        violated("slot " + std::to_string(s) +
+                 (t->is_allocated(s) ? " handed out but unowned" : " owned but free"));
       }
     }
     try {
@@ -343,8 +348,8 @@ void ServingState::check_invariants() const {
       const auto st = pa.slot_state(s);
       const bool owned = owner[static_cast<size_t>(s)] != 0;
       if (owned != (st == PagedAllocator::SlotState::Committed)) {
-        violated("slot " + std::to_string(s) + (owned ? " owned but not committed"
-                                                       : " committed but unowned"));
+        violated("slot " + std::to_string(s) +
+                 (owned ? " owned but not committed" : " committed but unowned"));
       }
       if (st == PagedAllocator::SlotState::Reserved) {
         // A reserved slot is the unused tail of its owner's last page, after its last token.

@@ -24,7 +24,7 @@ enum class AllocatorKind : int32_t {
 };
 
 struct ServingConfig {
-  int64_t pool_size = 0;        // allocatable slots; each layer's pool has pool_size + page_size
+  int64_t pool_size = 0;  // allocatable slots; each layer's pool has pool_size + page_size
   int64_t page_size = 1;
   AllocatorKind allocator = AllocatorKind::Token;
   int32_t num_layers = 1;
@@ -82,8 +82,8 @@ class ServingState {
 
   // Accessors. Each takes a live request id, else InvalidInput("request", req).
   int64_t prefix_len(int64_t req) const;
-  int32_t draft_nodes(int64_t req) const;  // D while verifying, else 0
-  int64_t row(int64_t req) const;          // req_to_token row, never 0
+  int32_t draft_nodes(int64_t req) const;                // D while verifying, else 0
+  int64_t row(int64_t req) const;                        // req_to_token row, never 0
   std::vector<int64_t> prefix_slots(int64_t req) const;  // [P]
   std::vector<int64_t> draft_slots(int64_t req) const;   // [D]
   std::vector<int64_t> live_requests() const;            // ascending ids
@@ -120,11 +120,11 @@ class ServingState {
   friend void compact(ServingState& state);  // defrag.h: relocates rows, rebuilds the allocator
 
   ServingConfig cfg_;
-  ReqToToken req_to_token_;                           // [max_reqs + 1, max_context_len]
-  std::vector<KvPool> layers_;                        // [num_layers] pools
+  ReqToToken req_to_token_;     // [max_reqs + 1, max_context_len]
+  std::vector<KvPool> layers_;  // [num_layers] pools
   std::variant<TokenAllocator, PagedAllocator> alloc_;
-  std::vector<int64_t> free_rows_;                    // req_to_token rows not in use, FIFO
-  std::map<int64_t, Request> requests_;               // live requests by id
+  std::vector<int64_t> free_rows_;       // req_to_token rows not in use, FIFO
+  std::map<int64_t, Request> requests_;  // live requests by id
   int64_t next_id_ = 1;
 };
 

@@ -110,7 +110,8 @@ TEST(KvPool, F32StoresExactly) {
   for (int k = 0; k < kRowDim; ++k) row[static_cast<size_t>(k)] = 1.0f + std::ldexp(1.0f, -23) * k;
   pool.write_row(3, row.data());
   auto back = pool.read_row(3);
-  for (int k = 0; k < kRowDim; ++k) EXPECT_EQ(back[static_cast<size_t>(k)], row[static_cast<size_t>(k)]);
+  for (int k = 0; k < kRowDim; ++k)
+    EXPECT_EQ(back[static_cast<size_t>(k)], row[static_cast<size_t>(k)]);
 }
 
 TEST(KvPool, PaddedLatentFirstPlacement) {
@@ -131,8 +132,8 @@ TEST(KvPool, RopeFirstPlacement) {
   KvPool pool(4, 1, DType::BF16, KvLayout::rope_first());
   auto row = ramp_row(1.f);
   pool.write_row(2, row.data());
-  EXPECT_EQ(bf16_bits_at(pool, 2 * 576 + 64), float_to_bf16(1.f).bits);    // c[0]
-  EXPECT_EQ(bf16_bits_at(pool, 2 * 576 + 0), float_to_bf16(513.f).bits);   // k_pe[0]
+  EXPECT_EQ(bf16_bits_at(pool, 2 * 576 + 64), float_to_bf16(1.f).bits);   // c[0]
+  EXPECT_EQ(bf16_bits_at(pool, 2 * 576 + 0), float_to_bf16(513.f).bits);  // k_pe[0]
   EXPECT_EQ(pool.read_row(2)[0], 1.f);
   EXPECT_EQ(pool.read_row(2)[512], round_bf16(513.f));
 }
@@ -383,11 +384,17 @@ TEST(PagedAllocator, RejectsBadInputWithoutChangingAnything) {
   // Offset right but slot 13 is not handed out.
   expect_invalid([&] { (void)a.alloc_extend(Slots{6}, Slots{8}, Slots{13}); }, "last_slots", 0);
   // Two requests claiming the same tail: the second is at fault.
-  expect_invalid([&] { (void)a.alloc_extend(Slots{6, 6}, Slots{7, 7}, Slots{9, 9}); },
-                 "last_slots", 1);
+  expect_invalid(
+      [&] {
+        (void)a.alloc_extend(Slots{6, 6}, Slots{7, 7}, Slots{9, 9});
+      },
+      "last_slots", 1);
   expect_invalid([&] { (void)a.alloc_extend(Slots{-1}, Slots{2}, Slots{-1}); }, "prefix_lens", 0);
-  expect_invalid([&] { (void)a.alloc_extend(Slots{0, 6}, Slots{1, 5}, Slots{-1, 9}); }, "seq_lens",
-                 1);
+  expect_invalid(
+      [&] {
+        (void)a.alloc_extend(Slots{0, 6}, Slots{1, 5}, Slots{-1, 9});
+      },
+      "seq_lens", 1);
   expect_invalid([&] { (void)a.alloc_extend(Slots{0}, Slots{1, 2}, Slots{-1}); }, "seq_lens", -1);
   expect_invalid([&] { (void)a.alloc_extend(Slots{0}, Slots{1}, Slots{}); }, "last_slots", -1);
   expect_invalid([&] { (void)a.alloc(5); }, "need_size", -1);

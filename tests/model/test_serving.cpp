@@ -46,9 +46,10 @@ uint64_t mix(uint64_t x) {  // splitmix64 finalizer
 // Integers -128..127 over 32: at most 8 significant bits, so exact in bf16 and fp32 and the
 // expected row needs no rounding model at all.
 float token_value(int32_t layer, const Tag& t, int k) {
-  uint64_t h = mix(mix(mix(static_cast<uint64_t>(t.req) * 1000003u + static_cast<uint64_t>(t.epoch)) ^
-                       static_cast<uint64_t>(t.column)) ^
-                   (static_cast<uint64_t>(layer) << 20 | static_cast<uint64_t>(k)));
+  uint64_t h =
+      mix(mix(mix(static_cast<uint64_t>(t.req) * 1000003u + static_cast<uint64_t>(t.epoch)) ^
+              static_cast<uint64_t>(t.column)) ^
+          (static_cast<uint64_t>(layer) << 20 | static_cast<uint64_t>(k)));
   return static_cast<float>(static_cast<int>(h % 256) - 128) / 32.0f;
 }
 
@@ -166,8 +167,7 @@ TEST(Serving, TokenLifecycleWorkedByHand) {
   EXPECT_EQ(s.draft_nodes(a), 0);
   EXPECT_EQ(s.prefix_slots(a), Slots({1, 2, 3, 6, 8}));
   EXPECT_EQ(s.req_to_token().at(1, 5), 0);  // rejected columns cleared
-  EXPECT_EQ(as_vec(s.token_allocator()->free_slots()),
-            Slots({10, 11, 12, 13, 14, 15, 16, 7, 9}));
+  EXPECT_EQ(as_vec(s.token_allocator()->free_slots()), Slots({10, 11, 12, 13, 14, 15, 16, 7, 9}));
   sh.check_all(s);
   s.check_invariants();
   sh.finish(s, b);
@@ -340,11 +340,16 @@ TEST(Serving, RejectsBadInput) {
   expect_invalid([&] { s.accept(a, std::vector<int32_t>{0, 0}); }, "path", 1);
   expect_invalid([&] { s.accept(a, std::vector<int32_t>{0, 4}); }, "path", 1);
   expect_invalid([&] { s.accept(a, std::vector<int32_t>{0, 2, 1}); }, "path", 2);
-  expect_invalid([&] { s.accept(a, std::vector<int32_t>{0, 1}, std::vector<int32_t>{-1, 0}); },
-                 "parents", -1);
+  expect_invalid(
+      [&] {
+        s.accept(a, std::vector<int32_t>{0, 1}, std::vector<int32_t>{-1, 0});
+      },
+      "parents", -1);
   // Node 3's parent is 2, not 1: the path 0 -> 1 -> 3 is not an ancestor chain.
   expect_invalid(
-      [&] { s.accept(a, std::vector<int32_t>{0, 1, 3}, std::vector<int32_t>{-1, 0, 0, 2}); },
+      [&] {
+        s.accept(a, std::vector<int32_t>{0, 1, 3}, std::vector<int32_t>{-1, 0, 0, 2});
+      },
       "parents", 3);
   // Rejected accepts changed nothing: the step is still open and every row still reads right.
   EXPECT_EQ(s.draft_nodes(a), 4);
