@@ -115,7 +115,8 @@ void check_spec(const BatchSpec& s) {
     throw InvalidInput("kv_dtype", -1, "unknown dtype " + str(static_cast<int32_t>(s.kv_dtype)));
   }
   const LayoutKind kind = s.layout.kind;
-  if (kind != LayoutKind::LatentFirst && kind != LayoutKind::RopeFirst && kind != LayoutKind::Split) {
+  if (kind != LayoutKind::LatentFirst && kind != LayoutKind::RopeFirst &&
+      kind != LayoutKind::Split) {
     throw InvalidInput("layout.kind", -1, "unknown layout " + str(static_cast<int32_t>(kind)));
   }
   if (kind != LayoutKind::Split && s.row_stride < kRowDim) {
@@ -124,17 +125,20 @@ void check_spec(const BatchSpec& s) {
   if (s.page_size < 1) throw InvalidInput("page_size", -1, str(s.page_size) + " < 1");
   if (s.slot_order != BatchSpec::SlotOrder::Scattered &&
       s.slot_order != BatchSpec::SlotOrder::Contiguous) {
-    throw InvalidInput("slot_order", -1, "unknown order " + str(static_cast<int32_t>(s.slot_order)));
+    throw InvalidInput("slot_order", -1,
+                       "unknown order " + str(static_cast<int32_t>(s.slot_order)));
   }
   if (s.graph_padded_bs != 0 && s.graph_padded_bs < static_cast<int64_t>(s.requests.size())) {
-    throw InvalidInput("graph_padded_bs", -1,
-                       str(s.graph_padded_bs) + " < bs " + str(static_cast<int64_t>(s.requests.size())));
+    throw InvalidInput(
+        "graph_padded_bs", -1,
+        str(s.graph_padded_bs) + " < bs " + str(static_cast<int64_t>(s.requests.size())));
   }
   if (!std::isfinite(s.value_scale) || !(s.value_scale > 0.0)) {
     throw InvalidInput("value_scale", -1, "must be finite and > 0");
   }
   if (s.num_splits < 1 || s.num_splits > kMaxSplits) {
-    throw InvalidInput("num_splits", -1, str(s.num_splits) + " outside [1, " + str(kMaxSplits) + "]");
+    throw InvalidInput("num_splits", -1,
+                       str(s.num_splits) + " outside [1, " + str(kMaxSplits) + "]");
   }
   if (s.spare_pages < -1) throw InvalidInput("spare_pages", -1, str(s.spare_pages) + " < -1");
 }
@@ -217,9 +221,9 @@ VerifyBatch VerifyBatch::build(const BatchSpec& spec) {
   // Padded rows read req_to_token[0, 0 : 1 + D] on the CacheSlots path.
   if (bs > real_bs) max_context = std::max<int64_t>(max_context, 1 + batch_d);
 
-  VerifyBatch b(spec, ReqToToken(real_bs, max_context),
-                KvPool(alloc.pool_size, spec.page_size, spec.kv_dtype,
-                       pool_layout(spec, alloc.pool_size)));
+  VerifyBatch b(
+      spec, ReqToToken(real_bs, max_context),
+      KvPool(alloc.pool_size, spec.page_size, spec.kv_dtype, pool_layout(spec, alloc.pool_size)));
   b.real_bs_ = real_bs;
 
   // Request rows 1..bs (row 0 is the padding row): scattered order permutes them too, so a
@@ -278,7 +282,8 @@ VerifyBatch VerifyBatch::build(const BatchSpec& spec) {
   };
   auto draw_row = [&](Bf16Normal& gen) {
     gen.fill(row16.data(), kRowDim);
-    for (int k = 0; k < kRowDim; ++k) row32[static_cast<size_t>(k)] = bf16_to_float(row16[static_cast<size_t>(k)]);
+    for (int k = 0; k < kRowDim; ++k)
+      row32[static_cast<size_t>(k)] = bf16_to_float(row16[static_cast<size_t>(k)]);
   };
   for (int32_t i = 0; i < real_bs; ++i) {
     const std::vector<int64_t>& slots = alloc.slots[static_cast<size_t>(i)];
@@ -288,7 +293,8 @@ VerifyBatch VerifyBatch::build(const BatchSpec& spec) {
       b.pool_.write_row(slots[j], row32.data());
       // Draft token t = j - P: the same values in its k_extend row and its cache slot, so both
       // DraftKvSource paths see identical keys.
-      if (static_cast<int64_t>(j) >= p) store_extend(b.metadata_.qo_indptr[static_cast<size_t>(i)] + static_cast<int64_t>(j) - p);
+      if (static_cast<int64_t>(j) >= p)
+        store_extend(b.metadata_.qo_indptr[static_cast<size_t>(i)] + static_cast<int64_t>(j) - p);
     }
   }
   // Slot 0 is not poisoned: padded rows read it (P = 1, request row 0), so it holds finite

@@ -43,11 +43,11 @@ struct BatchSpec {
   int32_t mask_word_bytes = 4;  // QlenOnlyBitpacking word size (1, 2 or 4)
   int32_t page_size = 1;        // tokens per page; kv_indices stay token-level slot ids
   SlotOrder slot_order = SlotOrder::Scattered;
-  int32_t graph_padded_bs = 0;  // 0: no padding; else the captured size (>= bs) to pad up to
+  int32_t graph_padded_bs = 0;      // 0: no padding; else the captured size (>= bs) to pad up to
   bool poison_unused_slots = true;  // NaN in every pool slot no request owns (slot 0 excepted)
-  double value_scale = 1.0;     // q and kv ~ N(0, value_scale^2) before rounding to bf16
-  int32_t num_splits = 1;       // NSPLIT in params
-  int64_t spare_pages = -1;     // free pages beyond the batch's (-1: max(4, used / 8))
+  double value_scale = 1.0;         // q and kv ~ N(0, value_scale^2) before rounding to bf16
+  int32_t num_splits = 1;           // NSPLIT in params
+  int64_t spare_pages = -1;         // free pages beyond the batch's (-1: max(4, used / 8))
   uint64_t seed = 0;
 };
 
@@ -91,10 +91,10 @@ class VerifyBatch {
   KvPool& pool() { return pool_; }
   VerifyMetadata& metadata() { return metadata_; }  // qo/kv_indptr, kv_indices, positions
   EncodedMask& mask() { return mask_; }
-  std::vector<bf16>& q() { return q_; }                 // [T, H, 576]
+  std::vector<bf16>& q() { return q_; }                     // [T, H, 576]
   std::vector<std::byte>& k_extend() { return k_extend_; }  // [T, 576] of kv_dtype, raw
-  std::vector<bf16>& o_lat() { return o_lat_; }         // [T, H, 512]
-  std::vector<float>& lse() { return lse_; }            // [T, H]
+  std::vector<bf16>& o_lat() { return o_lat_; }             // [T, H, 512]
+  std::vector<float>& lse() { return lse_; }                // [T, H]
   const ReqToToken& req_to_token() const { return req_to_token_; }
   const KvPool& pool() const { return pool_; }
   const VerifyMetadata& metadata() const { return metadata_; }
@@ -109,17 +109,17 @@ class VerifyBatch {
   BatchSpec spec_;
   int32_t real_bs_ = 0;
   int32_t max_draft_ = 0;
-  std::vector<DraftTree> trees_;          // [bs] padded rows included
-  std::vector<int64_t> prefix_lens_;      // [bs]
-  std::vector<int32_t> req_pool_indices_; // [bs]
-  ReqToToken req_to_token_;               // [bs_real + 1, max_context_len]
-  KvPool pool_;                           // [size + page_size slots] through the layout
+  std::vector<DraftTree> trees_;           // [bs] padded rows included
+  std::vector<int64_t> prefix_lens_;       // [bs]
+  std::vector<int32_t> req_pool_indices_;  // [bs]
+  ReqToToken req_to_token_;                // [bs_real + 1, max_context_len]
+  KvPool pool_;                            // [size + page_size slots] through the layout
   VerifyMetadata metadata_;
   EncodedMask mask_;
-  std::vector<bf16> q_;                   // [T, H, 576] latent-first
-  std::vector<std::byte> k_extend_;       // [T, 576] latent-first, kv_dtype
-  std::vector<bf16> o_lat_;               // [T, H, 512]
-  std::vector<float> lse_;                // [T, H]
+  std::vector<bf16> q_;              // [T, H, 576] latent-first
+  std::vector<std::byte> k_extend_;  // [T, 576] latent-first, kv_dtype
+  std::vector<bf16> o_lat_;          // [T, H, 512]
+  std::vector<float> lse_;           // [T, H]
 };
 
 }  // namespace mlaverify::model

@@ -35,7 +35,8 @@ void check_indptr(std::string_view field, const T* values, int64_t len, IndptrCo
   static_assert(std::is_integral_v<T>, "indptr entries are integers");
   const std::string f(field);
   if (conv != IndptrConvention::Csr && conv != IndptrConvention::OffsetsOnly) {
-    throw InvalidInput(f, -1, "unknown indptr convention " + std::to_string(static_cast<int>(conv)));
+    throw InvalidInput(f, -1,
+                       "unknown indptr convention " + std::to_string(static_cast<int>(conv)));
   }
   if (batch < 0) throw InvalidInput(f, -1, "batch size " + std::to_string(batch) + " < 0");
   const int64_t want = indptr_length(conv, batch);
@@ -46,9 +47,9 @@ void check_indptr(std::string_view field, const T* values, int64_t len, IndptrCo
     if (len == want - 1) hint = csr ? "; a [:bs] slice?" : "";
     if (len == want + 1) hint = csr ? "" : "; a [:bs+1] slice?";
     throw InvalidInput(f, -1,
-                       std::string("expected [") + (csr ? "bs+1" : "bs") + "]=" +
-                           std::to_string(want) + " entries (" + convention_name(conv) + "), got " +
-                           std::to_string(len) + hint);
+                       std::string("expected [") + (csr ? "bs+1" : "bs") +
+                           "]=" + std::to_string(want) + " entries (" + convention_name(conv) +
+                           "), got " + std::to_string(len) + hint);
   }
   if (len > 0 && values == nullptr) throw InvalidInput(f, -1, "null pointer");
   if (len == 0) return;
@@ -66,9 +67,8 @@ void check_indptr(std::string_view field, const T* values, int64_t len, IndptrCo
   if (total) {
     const int64_t last = static_cast<int64_t>(values[len - 1]);
     if (conv == IndptrConvention::Csr && last != *total) {
-      throw InvalidInput(f, len - 1,
-                         "last entry " + std::to_string(last) + " != total " +
-                             std::to_string(*total));
+      throw InvalidInput(
+          f, len - 1, "last entry " + std::to_string(last) + " != total " + std::to_string(*total));
     }
     if (conv == IndptrConvention::OffsetsOnly && last > *total) {
       throw InvalidInput(f, len - 1,
@@ -107,8 +107,9 @@ class Indptr {
                            "negative size " + std::to_string(sizes[i]));
       }
       if (sizes[i] > static_cast<int64_t>(std::numeric_limits<T>::max()) - acc) {
-        throw InvalidInput("sizes", static_cast<int64_t>(i),
-                           "prefix sum overflows a " + std::to_string(sizeof(T) * 8) + "-bit indptr");
+        throw InvalidInput(
+            "sizes", static_cast<int64_t>(i),
+            "prefix sum overflows a " + std::to_string(sizeof(T) * 8) + "-bit indptr");
       }
       acc += sizes[i];
       v[i + 1] = static_cast<T>(acc);
@@ -156,7 +157,8 @@ class Indptr {
       return Indptr(std::vector<T>(values_.begin(), values_.end() - 1), c);
     }
     if (!total) {
-      throw InvalidInput("indptr", -1, "offsets-only -> CSR needs the total (end of the last request)");
+      throw InvalidInput("indptr", -1,
+                         "offsets-only -> CSR needs the total (end of the last request)");
     }
     if (!values_.empty() && *total < static_cast<int64_t>(values_.back())) {
       throw InvalidInput("indptr", length() - 1,
@@ -168,7 +170,8 @@ class Indptr {
     return Indptr(std::move(v), c);
   }
 
-  void check(std::string_view field, int64_t batch, std::optional<int64_t> total = std::nullopt) const {
+  void check(std::string_view field, int64_t batch,
+             std::optional<int64_t> total = std::nullopt) const {
     check_indptr<T>(field, values_.data(), length(), convention_, batch, total);
   }
 

@@ -65,9 +65,9 @@ VerifyMetadata build_metadata(const ReqToToken& req_to_token,
     const auto ii = static_cast<int64_t>(i);
     const int64_t r = req_pool_indices[i];
     if (r < 0 || r >= req_to_token.rows()) {
-      throw InvalidInput("req_pool_indices", ii,
-                         "row " + str(r) + " outside req_to_token rows [0, " +
-                             str(req_to_token.rows()) + ")");
+      throw InvalidInput(
+          "req_pool_indices", ii,
+          "row " + str(r) + " outside req_to_token rows [0, " + str(req_to_token.rows()) + ")");
     }
     const int64_t p = prefix_lens[i];
     if (p < 0) throw InvalidInput("prefix_lens", ii, "negative prefix length " + str(p));
@@ -107,7 +107,8 @@ VerifyMetadata build_metadata(const ReqToToken& req_to_token,
   check_lengths(req_pool_indices.size(), prefix_lens.size(), trees.size(), "trees");
   std::vector<int32_t> sizes(trees.size());  // [bs]
   for (size_t i = 0; i < trees.size(); ++i) sizes[i] = trees[i].size();
-  VerifyMetadata m = build_metadata(req_to_token, req_pool_indices, prefix_lens, sizes, draft_source);
+  VerifyMetadata m =
+      build_metadata(req_to_token, req_pool_indices, prefix_lens, sizes, draft_source);
   m.positions.resize(static_cast<size_t>(m.total_q()));  // [T]
   for (size_t i = 0; i < trees.size(); ++i) {
     const std::vector<int64_t> pos = trees[i].positions(prefix_lens[i]);  // [D_i]
@@ -129,21 +130,20 @@ int32_t pad_batch_size(int32_t bs, std::span<const int32_t> captured_sizes) {
     if (c >= bs && (best == 0 || c < best)) best = c;
   }
   if (best == 0) {
-    throw InvalidInput("batch_size", -1,
-                       "bs " + str(bs) + " exceeds every captured size (largest " + str(largest) +
-                           ")");
+    throw InvalidInput(
+        "batch_size", -1,
+        "bs " + str(bs) + " exceeds every captured size (largest " + str(largest) + ")");
   }
   return best;
 }
 
 RequestRows pad_requests(std::span<const int32_t> req_pool_indices,
-                         std::span<const int64_t> prefix_lens,
-                         std::span<const int32_t> draft_sizes, int32_t padded_bs) {
+                         std::span<const int64_t> prefix_lens, std::span<const int32_t> draft_sizes,
+                         int32_t padded_bs) {
   const size_t bs = req_pool_indices.size();
   check_lengths(bs, prefix_lens.size(), draft_sizes.size(), "draft_sizes");
   if (padded_bs < 0 || static_cast<size_t>(padded_bs) < bs) {
-    throw InvalidInput("padded_bs", -1,
-                       str(padded_bs) + " < bs " + str(static_cast<int64_t>(bs)));
+    throw InvalidInput("padded_bs", -1, str(padded_bs) + " < bs " + str(static_cast<int64_t>(bs)));
   }
   RequestRows rows;
   rows.req_pool_indices.assign(req_pool_indices.begin(), req_pool_indices.end());
@@ -192,7 +192,8 @@ void scribble_padded_mask(EncodedMask& mask, int32_t real_bs, int64_t real_token
 void scribble_padded_positions(std::vector<int64_t>& positions, int64_t real_tokens,
                                uint64_t seed) {
   SplitMix64 rng(seed);
-  for (size_t t = static_cast<size_t>(std::max<int64_t>(real_tokens, 0)); t < positions.size(); ++t) {
+  for (size_t t = static_cast<size_t>(std::max<int64_t>(real_tokens, 0)); t < positions.size();
+       ++t) {
     positions[t] = static_cast<int64_t>(rng.next());
   }
 }

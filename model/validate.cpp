@@ -56,9 +56,9 @@ void require_pool_view(const char* offset_field, const char* stride_field, int64
   }
   const int64_t room = std::numeric_limits<int64_t>::max() - offset - width;
   if (pool_slots > 1 && (pool_slots - 1) > room / stride) {
-    throw InvalidInput(stride_field, -1,
-                       "offset + (pool_slots - 1) * stride overflows int64 for " +
-                           str(pool_slots) + " slots");
+    throw InvalidInput(
+        stride_field, -1,
+        "offset + (pool_slots - 1) * stride overflows int64 for " + str(pool_slots) + " slots");
   }
 }
 
@@ -86,7 +86,8 @@ void validate_enums(const VerifyParams& p) {
   require_dtype("kv_dtype", p.kv_dtype);
   require_dtype("o_dtype", p.o_dtype);
   const auto kind = p.kv_layout.kind;
-  if (kind != LayoutKind::LatentFirst && kind != LayoutKind::RopeFirst && kind != LayoutKind::Split) {
+  if (kind != LayoutKind::LatentFirst && kind != LayoutKind::RopeFirst &&
+      kind != LayoutKind::Split) {
     throw InvalidInput("kv_layout.kind", -1, "unknown layout " + str(static_cast<int32_t>(kind)));
   }
   if (p.draft_source != DraftKvSource::ExtendRows && p.draft_source != DraftKvSource::CacheSlots) {
@@ -94,7 +95,8 @@ void validate_enums(const VerifyParams& p) {
                        "unknown draft source " + str(static_cast<int32_t>(p.draft_source)));
   }
   const auto f = static_cast<int32_t>(p.mask_format);
-  if (f < static_cast<int32_t>(MaskFormat::FullMask) || f > static_cast<int32_t>(MaskFormat::DraftBits)) {
+  if (f < static_cast<int32_t>(MaskFormat::FullMask) ||
+      f > static_cast<int32_t>(MaskFormat::DraftBits)) {
     throw InvalidInput("mask_format", -1, "unknown mask format " + str(f));
   }
   if (p.mask_indptr_convention != IndptrConvention::Csr &&
@@ -113,9 +115,9 @@ void validate_buffers(const VerifyParams& p) {
   }
   require_addressable("q_head_stride", p.q_head_stride, p.num_heads);
   if (p.q_token_stride < p.num_heads * p.q_head_stride) {
-    throw InvalidInput("q_token_stride", -1,
-                       str(p.q_token_stride) + " < H * q_head_stride = " +
-                           str(p.num_heads * p.q_head_stride));
+    throw InvalidInput(
+        "q_token_stride", -1,
+        str(p.q_token_stride) + " < H * q_head_stride = " + str(p.num_heads * p.q_head_stride));
   }
   require_addressable("q_token_stride", p.q_token_stride, p.max_total_q);
   require_in_row("q_latent_offset", p.q_latent_offset, kLatentDim, p.q_head_stride);
@@ -136,9 +138,9 @@ void validate_buffers(const VerifyParams& p) {
   }
   require_addressable("o_head_stride", p.o_head_stride, p.num_heads);
   if (p.o_token_stride < p.num_heads * p.o_head_stride) {
-    throw InvalidInput("o_token_stride", -1,
-                       str(p.o_token_stride) + " < H * o_head_stride = " +
-                           str(p.num_heads * p.o_head_stride));
+    throw InvalidInput(
+        "o_token_stride", -1,
+        str(p.o_token_stride) + " < H * o_head_stride = " + str(p.num_heads * p.o_head_stride));
   }
   require_addressable("o_token_stride", p.o_token_stride, p.max_total_q);
   require_non_null("lse", p.lse);
@@ -160,24 +162,24 @@ void validate_metadata(const VerifyParams& p) {
     const int64_t d = static_cast<int64_t>(p.qo_indptr[i + 1]) - p.qo_indptr[i];
     if (d < 1 || d > p.max_draft) {
       throw InvalidInput("qo_indptr", i + 1,
-                         "request " + str(i) + " has D = " + str(d) + " draft nodes; need 1..max_draft=" +
-                             str(p.max_draft));
+                         "request " + str(i) + " has D = " + str(d) +
+                             " draft nodes; need 1..max_draft=" + str(p.max_draft));
     }
   }
   const int64_t total_q = p.qo_indptr[bs];
   if (total_q > p.max_total_q) {
-    throw InvalidInput("max_total_q", -1,
-                       "T = qo_indptr[bs] = " + str(total_q) + " exceeds max_total_q = " +
-                           str(p.max_total_q));
+    throw InvalidInput(
+        "max_total_q", -1,
+        "T = qo_indptr[bs] = " + str(total_q) + " exceeds max_total_q = " + str(p.max_total_q));
   }
 
   require_non_null("kv_indptr", p.kv_indptr);
   check_indptr<int32_t>("kv_indptr", p.kv_indptr, bs + 1, IndptrConvention::Csr, bs);
   const int64_t kv_total = p.kv_indptr[bs];
   if (kv_total > p.kv_indices_len) {
-    throw InvalidInput("kv_indices_len", -1,
-                       "kv_indptr[bs] = " + str(kv_total) + " exceeds kv_indices_len = " +
-                           str(p.kv_indices_len));
+    throw InvalidInput(
+        "kv_indices_len", -1,
+        "kv_indptr[bs] = " + str(kv_total) + " exceeds kv_indices_len = " + str(p.kv_indices_len));
   }
   if (p.draft_source == DraftKvSource::CacheSlots) {
     // The unified path puts the D_i draft slots at the end of each request's kv range, so the

@@ -1,5 +1,6 @@
 // Tests of model/batch.h: VerifyBatch params are valid for every mask format, layout, dtype,
-// draft source, page size and padding; slots, poisoning, padding rows and logical data as specified.
+// draft source, page size and padding; slots, poisoning, padding rows and logical data as
+// specified.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,7 +32,8 @@ DraftTree random_tree(int32_t n, uint64_t seed) {
   SplitMix64 rng(seed);
   std::vector<int32_t> parent(static_cast<size_t>(n));  // [D]
   parent[0] = -1;
-  for (int32_t t = 1; t < n; ++t) parent[static_cast<size_t>(t)] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(t)));
+  for (int32_t t = 1; t < n; ++t)
+    parent[static_cast<size_t>(t)] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(t)));
   return DraftTree::from_parents(parent);
 }
 
@@ -120,7 +122,8 @@ TEST(VerifyBatch, ParamsValidForEveryCombination) {
             }
             // The mask decodes back to the real trees (padded rows hold garbage: not decoded).
             for (int32_t i = 0; i < 5; ++i) {
-              EXPECT_EQ(DraftTree::from_ancestor_bits(draft_block(p, i)), s.requests[static_cast<size_t>(i)].tree)
+              EXPECT_EQ(DraftTree::from_ancestor_bits(draft_block(p, i)),
+                        s.requests[static_cast<size_t>(i)].tree)
                   << describe(s) << " request " << i;
             }
             ++built;
@@ -161,7 +164,8 @@ TEST(VerifyBatch, SlotsAreOwnedOnceAndMatchMetadata) {
         // kv_indices name the prefix (and on CacheSlots the draft slots) in token order.
         const std::vector<int64_t>& want = src == DraftKvSource::CacheSlots ? all : pre;
         const int64_t begin = m.kv_indptr[static_cast<size_t>(i)];
-        ASSERT_EQ(m.kv_indptr[static_cast<size_t>(i) + 1] - begin, static_cast<int64_t>(want.size()));
+        ASSERT_EQ(m.kv_indptr[static_cast<size_t>(i) + 1] - begin,
+                  static_cast<int64_t>(want.size()));
         for (size_t j = 0; j < want.size(); ++j) {
           EXPECT_EQ(m.kv_indices[static_cast<size_t>(begin) + j], want[j]);
         }
@@ -305,9 +309,11 @@ TEST(VerifyBatch, ExtendRowsEqualDraftSlots) {
       const std::vector<int64_t> dr = b.draft_slots(i);
       for (size_t t = 0; t < dr.size(); ++t) {
         const auto row = b.pool().read_row(dr[t]);
-        const int64_t token = b.metadata().qo_indptr[static_cast<size_t>(i)] + static_cast<int64_t>(t);
+        const int64_t token =
+            b.metadata().qo_indptr[static_cast<size_t>(i)] + static_cast<int64_t>(t);
         for (int k = 0; k < kRowDim; ++k) {
-          ASSERT_EQ(k_extend_value(b, token, k), row[static_cast<size_t>(k)]) << i << " " << t << " " << k;
+          ASSERT_EQ(k_extend_value(b, token, k), row[static_cast<size_t>(k)])
+              << i << " " << t << " " << k;
         }
       }
     }

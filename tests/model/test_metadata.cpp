@@ -49,7 +49,8 @@ struct Example {
 
 TEST(Metadata, HandWorkedExtendRows) {
   Example ex;
-  VerifyMetadata m = build_metadata(ex.rtt, ex.rows, ex.prefix, ex.trees, DraftKvSource::ExtendRows);
+  VerifyMetadata m =
+      build_metadata(ex.rtt, ex.rows, ex.prefix, ex.trees, DraftKvSource::ExtendRows);
   EXPECT_EQ(m.draft_source, DraftKvSource::ExtendRows);
   EXPECT_EQ(m.qo_indptr, (std::vector<int32_t>{0, 2, 5}));
   EXPECT_EQ(m.kv_indptr, (std::vector<int32_t>{0, 3, 5}));
@@ -61,7 +62,8 @@ TEST(Metadata, HandWorkedExtendRows) {
 
 TEST(Metadata, HandWorkedCacheSlots) {
   Example ex;
-  VerifyMetadata m = build_metadata(ex.rtt, ex.rows, ex.prefix, ex.trees, DraftKvSource::CacheSlots);
+  VerifyMetadata m =
+      build_metadata(ex.rtt, ex.rows, ex.prefix, ex.trees, DraftKvSource::CacheSlots);
   EXPECT_EQ(m.qo_indptr, (std::vector<int32_t>{0, 2, 5}));
   EXPECT_EQ(m.kv_indptr, (std::vector<int32_t>{0, 5, 10}));
   EXPECT_EQ(m.kv_indices, (std::vector<int64_t>{10, 11, 12, 20, 21, 30, 31, 40, 41, 42}));
@@ -145,7 +147,8 @@ TEST(Metadata, Int32IndptrOverflowIsRejected) {
   const std::vector<int32_t> rows = {1, 1};
   const std::vector<int64_t> prefix = {0, 0};
   const std::vector<int32_t> sizes = {1 << 30, 1 << 30};
-  auto e = expect_invalid([&] { build_metadata(rtt, rows, prefix, sizes, DraftKvSource::ExtendRows); });
+  auto e =
+      expect_invalid([&] { build_metadata(rtt, rows, prefix, sizes, DraftKvSource::ExtendRows); });
   EXPECT_EQ(e.field(), "qo_indptr");
   EXPECT_EQ(e.index(), 2);
   EXPECT_NE(e.detail().find("overflows int32"), std::string::npos) << e.what();
@@ -193,7 +196,7 @@ TEST(GraphPadding, PaddedRowsAsSgLangFillsThem) {
   EXPECT_EQ(m.qo_indptr, (std::vector<int32_t>{0, 2, 5, 8, 11}));
   EXPECT_EQ(m.kv_indptr, (std::vector<int32_t>{0, 5, 10, 14, 18}));
   EXPECT_EQ(m.kv_indices, (std::vector<int64_t>{10, 11, 12, 20, 21, 30, 31, 40, 41, 42,  //
-                                                 0, 0, 0, 0, 0, 0, 0, 0}));
+                                                0, 0, 0, 0, 0, 0, 0, 0}));
   // ExtendRows: P = 1 each: kv_indptr = [0, 3, 5, 6, 7], one slot-0 entry per padded row.
   m = build_metadata(ex.rtt, rows.req_pool_indices, rows.prefix_lens, rows.draft_sizes,
                      DraftKvSource::ExtendRows);
@@ -243,9 +246,11 @@ TEST(GraphPadding, PaddedMaskBytesPerFormat) {
       ASSERT_EQ(scribbled.data.size(), m.data.size());
       int64_t changed = 0;
       for (int64_t b = 0; b < static_cast<int64_t>(m.data.size()); ++b) {
-        const bool differs = scribbled.data[static_cast<size_t>(b)] != m.data[static_cast<size_t>(b)];
+        const bool differs =
+            scribbled.data[static_cast<size_t>(b)] != m.data[static_cast<size_t>(b)];
         if (b < r.begin) {
-          EXPECT_FALSE(differs) << "real row byte " << b << " touched, format " << static_cast<int>(w.f);
+          EXPECT_FALSE(differs) << "real row byte " << b << " touched, format "
+                                << static_cast<int>(w.f);
         } else {
           changed += differs;
         }

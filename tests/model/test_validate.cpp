@@ -76,6 +76,8 @@ M remeta(std::function<void(VerifyMetadata&)> f) {
 }
 
 const std::vector<Case>& cases() {
+  // One row per rejection, kept one line each so the table reads as a list.
+  // clang-format off
   static const std::vector<Case> all = {
       // ---- static sizes ----
       {"batch_size_zero", kExt, [](VerifyBatch&, VerifyParams& p) { p.batch_size = 0; }, "batch_size", -1, ""},
@@ -152,11 +154,14 @@ const std::vector<Case>& cases() {
       // ---- the mask, checked last through validate_mask ----
       {"mask_null", kExt, [](VerifyBatch&, VerifyParams& p) { p.mask = nullptr; }, "mask", -1, ""},
   };
+  // clang-format on
   return all;
 }
 
 INSTANTIATE_TEST_SUITE_P(EachField, ValidateRejects, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return info.param.name;
+                         });
 
 TEST(Validate, TwoRequestPoolHasFifteenSlots) {
   // Pins the arithmetic the kv_indices cases rely on: 3+2 + 2+3 = 10 used, 4 spare, 1 sink.
