@@ -14,7 +14,7 @@
 #include "mlaverify/split_plan.h"
 #include "mlaverify/types.h"
 #include "model/attention.h"
-#include "tests/cpu/case_fixture.h"
+#include "mlaverify/verify_params.h"
 
 namespace mlaverify::cpu::testing {
 
@@ -33,14 +33,21 @@ struct RequestMagnitudes {
   std::vector<double> v_max;     // [512] max over the request's keys of |c_k|
 };
 
-inline RequestMagnitudes magnitudes(const Case& c, int32_t request) {
+// One stored element of a bf16 / fp32 buffer, widened exactly.
+inline float stored_value(DType dtype, const void* base, int64_t index) {
+  if (dtype == DType::BF16) return bf16_to_float(static_cast<const bf16*>(base)[index]);
+  return static_cast<const float*>(base)[index];
+}
+
+// Reads request i's operands through p (any layout, dtype, draft source), as a backend would.
+inline RequestMagnitudes magnitudes(const VerifyParams& p, int32_t request) {
   RequestMagnitudes m;
-  const CaseSpec& spec = c.spec();
-  m.prefix_len = spec.prefix_lens[request];
-  m.draft_nodes = static_cast<int32_t>(spec.parents[request].size());
+  const RequestExtent e = request_extent(p, request);
+  m.prefix_len = e.prefix_len;
+  m.draft_nodes = e.draft_nodes;
   m.v_max.assign(kLatentDim, 0.0);
   // Norms of both the stored and the bf16-rounded values (equal for bf16-exact operands).
-  auto norm = [](const float* row) {
+  auto norm = [](const float* row) {  // row: [576]
     double stored = 0, rounded = 0;
     for (int k = 0; k < kRowDim; ++k) {
       stored += double(row[k]) * row[k];
@@ -48,20 +55,57 @@ inline RequestMagnitudes magnitudes(const Case& c, int32_t request) {
     }
     return std::sqrt(std::max(stored, rounded));
   };
-  for (int64_t j = 0; j < m.prefix_len + m.draft_nodes; ++j) {
-    const std::vector<float>& row = c.key_row(request, j);
-    m.key_norm = std::max(m.key_norm, norm(row.data()));
+  float row[kRowDim];  // [576] latent first
+  auto add_key = [&] {
+    m.key_norm = std::max(m.key_norm, norm(row));
     for (int k = 0; k < kLatentDim; ++k) {
       m.v_max[k] = std::max({m.v_max[k], std::fabs(double(row[k])),
                              std::fabs(double(round_bf16(row[k])))});
     }
+  };
+  auto read_slot = [&](int64_t slot) {
+    for (int k = 0; k < kLatentDim; ++k) {
+      row[k] = stored_value(p.kv_dtype, p.kv_pool, p.kv_layout.latent_index(slot) + k);
+    }
+    for (int k = 0; k < kRopeDim; ++k) {
+      row[kLatentDim + k] = stored_value(p.kv_dtype, p.kv_pool, p.kv_layout.rope_index(slot) + k);
+    }
+  };
+  for (int64_t j = 0; j < e.prefix_len; ++j) {
+    read_slot(p.kv_indices[e.kv_begin + j]);
+    add_key();
   }
-  int64_t q_begin = 0;
-  for (int32_t i = 0; i < request; ++i) q_begin += static_cast<int64_t>(spec.parents[i].size());
-  for (int64_t t = q_begin; t < q_begin + m.draft_nodes; ++t) {
-    for (int32_t h = 0; h < spec.heads; ++h) m.q_norm = std::max(m.q_norm, norm(c.query_row(t, h)));
+  for (int64_t j = 0; j < e.draft_nodes; ++j) {
+    if (p.draft_source == DraftKvSource::CacheSlots) {
+      read_slot(p.kv_indices[e.kv_begin + e.prefix_len + j]);
+    } else {
+      for (int k = 0; k < kRowDim; ++k) {
+        row[k] = stored_value(p.kv_dtype, p.k_extend, (e.q_begin + j) * p.k_extend_stride + k);
+      }
+    }
+    add_key();
+  }
+  for (int64_t t = e.q_begin; t < e.q_begin + e.draft_nodes; ++t) {
+    for (int32_t h = 0; h < p.num_heads; ++h) {
+      const int64_t base = t * p.q_token_stride + h * p.q_head_stride;
+      for (int k = 0; k < kLatentDim; ++k) {
+        row[k] = stored_value(p.q_dtype, p.q, base + p.q_latent_offset + k);
+      }
+      for (int k = 0; k < kRopeDim; ++k) {
+        row[kLatentDim + k] = stored_value(p.q_dtype, p.q, base + p.q_rope_offset + k);
+      }
+      m.q_norm = std::max(m.q_norm, norm(row));
+    }
   }
   return m;
+}
+
+// What a backend wrote, read back through p.
+inline float output_o(const VerifyParams& p, int64_t t, int32_t h, int32_t k) {
+  return stored_value(p.o_dtype, p.o_lat, t * p.o_token_stride + h * p.o_head_stride + k);
+}
+inline float output_lse(const VerifyParams& p, int64_t t, int32_t h) {
+  return p.lse[t * p.num_heads + h];
 }
 
 struct ErrorBound {
@@ -162,30 +206,30 @@ struct RequestComparison {
   }
 };
 
-inline RequestComparison compare_request(const Case& c, const model::RefResult& ref,
+inline RequestComparison compare_request(const VerifyParams& p, const model::RefResult& ref,
                                          int32_t request, const ErrorBound& bound,
                                          const RequestMagnitudes& mag) {
   RequestComparison r;
-  const CaseSpec& spec = c.spec();
-  int64_t q_begin = 0;
-  for (int32_t i = 0; i < request; ++i) q_begin += static_cast<int64_t>(spec.parents[i].size());
-  const int64_t q_end = q_begin + static_cast<int64_t>(spec.parents[request].size());
+  const RequestExtent e = request_extent(p, request);
+  const int64_t q_begin = e.q_begin;
+  const int64_t q_end = q_begin + e.draft_nodes;
   double err2 = 0, ref2 = 0, bound2 = 0, max_err = 0, max_ref = 0, max_bound = 0, worst_ratio = -1;
   for (int64_t t = q_begin; t < q_end; ++t) {
-    for (int32_t h = 0; h < spec.heads; ++h) {
+    for (int32_t h = 0; h < p.num_heads; ++h) {
       const double ref_lse = ref.lse_at(t, h);
-      const float lse = c.lse(t, h);
+      const float lse = output_lse(p, t, h);
       if (ref_lse == -std::numeric_limits<double>::infinity()) {
         if (!(lse == -std::numeric_limits<float>::infinity())) r.masked_rows_exact = false;
         for (int k = 0; k < kLatentDim; ++k) {
-          if (c.o(t, h, k) != 0.f || std::signbit(c.o(t, h, k))) r.masked_rows_exact = false;
+          const float o = output_o(p, t, h, k);
+          if (o != 0.f || std::signbit(o)) r.masked_rows_exact = false;
         }
         continue;
       }
       if (!std::isfinite(lse)) r.all_finite = false;
       r.lse_err = std::max(r.lse_err, std::fabs(double(lse) - ref_lse));
       for (int k = 0; k < kLatentDim; ++k) {
-        const double got = c.o(t, h, k), want = ref.o(t, h, k);
+        const double got = output_o(p, t, h, k), want = ref.o(t, h, k);
         if (!std::isfinite(got)) r.all_finite = false;
         const double err = std::fabs(got - want);
         const double b = bound.o_coeff * mag.v_max[k];

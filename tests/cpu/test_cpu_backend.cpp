@@ -29,13 +29,13 @@ void expect_matches_model(Case& c, Backend& backend, const std::string& label) {
   backend.run(p);
   const model::RefResult ref = model::reference_verify(p);
   for (int32_t i = 0; i < c.batch(); ++i) {
-    const RequestMagnitudes mag = magnitudes(c, i);
+    const RequestMagnitudes mag = magnitudes(p, i);
     const ErrorBound bound = cpu_error_bound(mag, c.spec().sm_scale, c.spec().num_splits,
                                              c.spec().o_dtype);
     // A bound that allows an error of the size of the values themselves would pass anything.
     ASSERT_LT(bound.o_coeff, 0.05) << label << ": the derived bound is not informative";
     ASSERT_LT(bound.lse_abs, 0.01) << label << ": the derived bound is not informative";
-    const RequestComparison r = compare_request(c, ref, i, bound, mag);
+    const RequestComparison r = compare_request(p, ref, i, bound, mag);
     if (std::getenv("MLAV_VERBOSE")) std::printf("%s request %d: %s\n", label.c_str(), i,
                                                  r.describe().c_str());
     EXPECT_TRUE(r.ok()) << label << " request " << i << " (P=" << mag.prefix_len
@@ -168,7 +168,7 @@ TEST(CpuBackend, SplitCountInvarianceWithinDerivedBound) {
     backend.run(p);
     int64_t q_begin = 0;
     for (int32_t i = 0; i < c.batch(); ++i) {
-      const RequestMagnitudes mag = magnitudes(c, i);
+      const RequestMagnitudes mag = magnitudes(p, i);
       const ErrorBound b1 = cpu_error_bound(mag, spec.sm_scale, 1, spec.o_dtype);
       const ErrorBound bk = cpu_error_bound(mag, spec.sm_scale, splits, spec.o_dtype);
       const int64_t q_end = q_begin + static_cast<int64_t>(spec.parents[i].size());

@@ -22,10 +22,10 @@ int requests_beyond_bound(Case& c, CpuFault fault) {
   const model::RefResult ref = model::reference_verify(p);
   int beyond = 0;
   for (int32_t i = 0; i < c.batch(); ++i) {
-    const RequestMagnitudes mag = magnitudes(c, i);
+    const RequestMagnitudes mag = magnitudes(p, i);
     const ErrorBound bound =
         cpu_error_bound(mag, c.spec().sm_scale, c.spec().num_splits, c.spec().o_dtype);
-    beyond += !compare_request(c, ref, i, bound, mag).ok();
+    beyond += !compare_request(p, ref, i, bound, mag).ok();
   }
   return beyond;
 }
