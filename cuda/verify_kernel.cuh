@@ -184,6 +184,19 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   int loader_tile = -1;
   const int ld_key = tid >> 3, ld_unit = tid & 7;
   const int total_chunks = num_tiles * kChunksPerTile;
+  // Slot ids come from kv_indices: one tile ahead, so the dependent index load is in flight
+  // while the current tile streams instead of stalling the block at every tile boundary.
+  const bool slots_from_indices = !(is_draft && p.draft_source == DraftKvSource::ExtendRows);
+  const int64_t index_base = e.kv_begin + (is_draft ? e.prefix_len : 0);
+  auto load_slot = [&](int tile, int k) -> int64_t {
+    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 32 * k;
+    return key < key_end ? p.kv_indices[index_base + key] : 0;
+  };
+  int64_t next_slot[2] = {0, 0};
+  if (slots_from_indices && num_tiles > 0) {
+    next_slot[0] = load_slot(0, 0);
+    next_slot[1] = load_slot(0, 1);
+  }
 
   auto issue_chunk = [&](int g) {
     if (g < total_chunks) {
@@ -192,19 +205,20 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
         loader_tile = tile;
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
-          int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 32 * k;
+          const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 32 * k;
           key_ok[k] = key < key_end;
-          if (!key_ok[k]) continue;
-          if (is_draft && p.draft_source == DraftKvSource::ExtendRows) {
+          if (!slots_from_indices) {
+            if (!key_ok[k]) continue;
             const __nv_bfloat16* row = static_cast<const __nv_bfloat16*>(p.k_extend) +
                                        (e.q_begin + key) * p.k_extend_stride;
             lat_ptr[k] = row;  // k_extend rows are latent-first
             rope_ptr[k] = row + kLatentDim;
           } else {
             // Prefix keys are the first P_i entries; CacheSlots draft keys follow them.
-            int64_t slot = p.kv_indices[e.kv_begin + (is_draft ? e.prefix_len : 0) + key];
+            const int64_t slot = next_slot[k];
             lat_ptr[k] = pool + p.kv_layout.latent_index(slot);
             rope_ptr[k] = pool + p.kv_layout.rope_index(slot);
+            next_slot[k] = tile + 1 < num_tiles ? load_slot(tile + 1, k) : 0;
           }
         }
       }

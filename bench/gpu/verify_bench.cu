@@ -1,0 +1,336 @@
+// GPU benchmark of the verify kernel over the SPEC §8 workloads, with the device's two ceilings
+// (device-to-device copy bandwidth, mma.sync bf16 peak) measured in the same run.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_check.h"
+#include "cuda/verify_kernel.h"
+#include "mlaverify/split_plan.h"
+#include "mlaverify/verify_params.h"
+
+using namespace mlaverify;
+
+namespace {
+
+// ---- ceilings --------------------------------------------------------------------------------
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Device-to-device copy of a buffer far larger than L2; bytes counted read + written.
+double copy_bandwidth_gbs() {
+  const size_t bytes = size_t{2} << 30;
+  void *a, *b;
+  CUDA_CHECK(cudaMalloc(&a, bytes));
+  CUDA_CHECK(cudaMalloc(&b, bytes));
+  CUDA_CHECK(cudaMemset(a, 0x3c, bytes));
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int i = 0; i < 12; ++i) {
+    CUDA_CHECK(cudaEventRecord(e0));
+    CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
+    CUDA_CHECK(cudaEventRecord(e1));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    float t;
+    CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    if (i >= 2) ms.push_back(t);  // two warm-ups
+  }
+  CUDA_CHECK(cudaFree(a));
+  CUDA_CHECK(cudaFree(b));
+  return 2.0 * bytes / (median(ms) * 1e-3) / 1e9;
+}
+
+// Register-only mma.sync loop: 8 independent accumulator chains per warp, random non-zero bf16
+// operands (zeros run faster on some parts), so the tensor cores are the only limit.
+__global__ void mma_peak_kernel(float* sink, int iters, uint32_t seed) {
+  uint32_t h = (blockIdx.x * blockDim.x + threadIdx.x) * 2654435761u ^ seed;
+  auto rnd = [&h]() {
+    h ^= h << 13, h ^= h >> 17, h ^= h << 5;
+    // two bf16 in [1, 2): exponent 127, random 7-bit mantissas
+    return 0x3f803f80u | (h & 0x007f007fu);
+  };
+  uint32_t a[4] = {rnd(), rnd(), rnd(), rnd()}, b0 = rnd(), b1 = rnd();
+  float acc[8][4] = {};
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+          "{%8,%9}, {%0,%1,%2,%3};\n"
+          : "+f"(acc[j][0]), "+f"(acc[j][1]), "+f"(acc[j][2]), "+f"(acc[j][3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  float s = 0;
+  for (int j = 0; j < 8; ++j) s += acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3];
+  if (s == 1234.5f) sink[0] = s;  // keeps the loop alive; never true for these operands
+}
+
+double mma_peak_tflops(int sms) {
+  float* sink;
+  CUDA_CHECK(cudaMalloc(&sink, 4));
+  const int blocks = sms * 4, threads = 256, iters = 4096;
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int i = 0; i < 7; ++i) {
+    CUDA_CHECK(cudaEventRecord(e0));
+    mma_peak_kernel<<<blocks, threads>>>(sink, iters, 12345u + i);
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaEventRecord(e1));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    float t;
+    CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    if (i >= 2) ms.push_back(t);
+  }
+  CUDA_CHECK(cudaFree(sink));
+  const double flops = double(blocks) * (threads / 32) * iters * 8 * (2.0 * 16 * 8 * 16);
+  return flops / (median(ms) * 1e-3) / 1e12;
+}
+
+// ---- workloads -------------------------------------------------------------------------------
+
+struct Workload {
+  const char* name;
+  int bs, heads, draft;
+  int64_t prefix;
+  bool chain;
+  double triton_us, torch_us, roofline_us;  // SPEC §8 / the issue, H200
+};
+
+const Workload kWorkloads[] = {
+    {"k2-tp8-tree16", 16, 8, 16, 8192, false, 1281, 562, 57},
+    {"v3-tp8-tree32", 8, 16, 32, 16384, false, 2542, 1329, 229},
+    {"v3-tp8-chain4", 32, 16, 4, 4096, true, 2629, 459, 37},
+    {"k2-tp8-ddtree128", 4, 8, 128, 8192, false, 1297, 715, 116},
+    {"v3-tp1-tree8", 4, 128, 8, 4096, false, 2508, 363, 57},
+    {"long-ctx", 2, 16, 16, 65536, false, 10153, 891, 114},
+};
+
+__global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32);
+    h ^= h >> 15, h *= 0x2c1b3c6du, h ^= h >> 12, h *= 0x297a2d39u, h ^= h >> 15;
+    p[i] = __float2bfloat16((static_cast<float>(h) * 0x1.0p-32f - 0.5f) * 0.5f);  // [-0.25, 0.25)
+  }
+}
+
+struct Result {
+  double us, kv_gbs, tflops, roof_frac;
+  int splits;
+};
+
+template <class T>
+T* upload(const std::vector<T>& v) {
+  T* d;
+  CUDA_CHECK(cudaMalloc(&d, std::max<size_t>(v.size(), 1) * sizeof(T)));
+  CUDA_CHECK(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+// Times one workload at one split count: R rotations over distinct KV (> L2 in total), all
+// captured in one CUDA graph; median of graph replays divided by R.
+double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_out, double* flops_out,
+                     double* io_bytes_out) {
+  const int64_t P = w.prefix;
+  const int D = w.draft, H = w.heads, bs = w.bs;
+  const double batch_kv_bytes = double(bs) * P * kRowDim * 2;
+  const int R = std::max(2, static_cast<int>(std::ceil(4 * 60e6 / batch_kv_bytes)));
+  const int64_t T = int64_t{bs} * D;
+  const int64_t slots = int64_t{R} * bs * P + 1;  // slot 0: the sink, never named here
+
+  __nv_bfloat16 *pool, *q, *kext, *o;
+  float *lse, *ws;
+  CUDA_CHECK(cudaMalloc(&pool, slots * kRowDim * 2));
+  CUDA_CHECK(cudaMalloc(&q, R * T * H * kRowDim * 2));
+  CUDA_CHECK(cudaMalloc(&kext, R * T * kRowDim * 2));
+  CUDA_CHECK(cudaMalloc(&o, R * T * H * kLatentDim * 2));
+  CUDA_CHECK(cudaMalloc(&lse, R * T * H * 4));
+  fill_bf16<<<1024, 256>>>(pool, slots * kRowDim, 1);
+  fill_bf16<<<1024, 256>>>(q, R * T * H * kRowDim, 2);
+  fill_bf16<<<1024, 256>>>(kext, R * T * kRowDim, 3);
+  CUDA_CHECK(cudaGetLastError());
+
+  // Prefix slots scattered by a random permutation (SPEC §8); each rotation its own slots.
+  std::mt19937_64 rng(7);
+  std::vector<int64_t> perm(slots - 1);
+  std::iota(perm.begin(), perm.end(), 1);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<int32_t> qo(bs + 1), kv(bs + 1);
+  std::vector<int64_t> mask_indptr(bs + 1);
+  for (int i = 0; i <= bs; ++i) {
+    qo[i] = i * D;
+    kv[i] = static_cast<int32_t>(i * P);
+    mask_indptr[i] = int64_t{i} * D * (P + D);
+  }
+  // FULL_MASK as SGLang builds it: prefix columns ones, the draft block from the tree.
+  std::vector<uint8_t> mask(static_cast<size_t>(mask_indptr[bs]), 1);
+  for (int i = 0; i < bs; ++i) {
+    std::vector<int32_t> parent(D);
+    parent[0] = -1;
+    for (int t = 1; t < D; ++t) parent[t] = w.chain ? t - 1 : static_cast<int32_t>(rng() % t);
+    for (int t = 0; t < D; ++t) {
+      uint8_t* row = mask.data() + mask_indptr[i] + int64_t{t} * (P + D) + P;
+      std::fill(row, row + D, 0);
+      for (int a = t; a >= 0; a = parent[a]) row[a] = 1;
+    }
+  }
+  int32_t* d_qo = upload(qo);
+  int32_t* d_kv = upload(kv);
+  int64_t* d_mi = upload(mask_indptr);
+  uint8_t* d_mask = upload(mask);
+  std::vector<int64_t*> d_idx(R);
+  for (int r = 0; r < R; ++r) {
+    std::vector<int64_t> idx(perm.begin() + int64_t{r} * bs * P, perm.begin() + int64_t{r + 1} * bs * P);
+    d_idx[r] = upload(idx);
+  }
+
+  VerifyParams p;
+  p.batch_size = bs;
+  p.num_heads = H;
+  p.max_draft = D;
+  p.max_total_q = T;
+  p.num_splits = splits;
+  p.sm_scale = 0.1352338f;
+  p.q_token_stride = int64_t{H} * kRowDim;
+  p.q_head_stride = kRowDim;
+  p.kv_layout = KvLayout::latent_first();
+  p.pool_slots = slots;
+  p.qo_indptr = d_qo;
+  p.kv_indptr = d_kv;
+  p.kv_indices_len = int64_t{bs} * P;
+  p.draft_source = DraftKvSource::ExtendRows;
+  p.mask_format = MaskFormat::FullMask;
+  p.mask = d_mask;
+  p.mask_len = static_cast<int64_t>(mask.size());
+  p.mask_indptr = d_mi;
+  p.o_token_stride = int64_t{H} * kLatentDim;
+  p.o_head_stride = kLatentDim;
+  p.kv_pool = pool;
+  const size_t ws_bytes = cuda::VerifyKernel::workspace_bytes(p);
+  CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
+
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::vector<cuda::VerifyKernel> kernels(R);
+  for (int r = 0; r < R; ++r) {
+    VerifyParams pr = p;
+    pr.q = q + int64_t{r} * T * H * kRowDim;
+    pr.k_extend = kext + int64_t{r} * T * kRowDim;
+    pr.kv_indices = d_idx[r];
+    pr.o_lat = o + int64_t{r} * T * H * kLatentDim;
+    pr.lse = lse + int64_t{r} * T * H;
+    kernels[r].initialize(pr, ws, stream);
+  }
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int r = 0; r < R; ++r) kernels[r].run();
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int i = 0; i < 23; ++i) {
+    CUDA_CHECK(cudaEventRecord(e0, stream));
+    CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    CUDA_CHECK(cudaEventRecord(e1, stream));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    float t;
+    CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    if (i >= 3) ms.push_back(t);
+  }
+  // A NaN or Inf in the output would mean the timed code is not the tested code path.
+  std::vector<uint16_t> probe(std::min<int64_t>(T * H * kLatentDim, 4096));
+  CUDA_CHECK(cudaMemcpy(probe.data(), o, probe.size() * 2, cudaMemcpyDeviceToHost));
+  for (uint16_t b : probe)
+    if ((b & 0x7f80) == 0x7f80) std::printf("WARNING: non-finite output in %s\n", w.name);
+
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  for (auto* d : d_idx) CUDA_CHECK(cudaFree(d));
+  for (void* d : {static_cast<void*>(pool), static_cast<void*>(q), static_cast<void*>(kext),
+                  static_cast<void*>(o), static_cast<void*>(lse), static_cast<void*>(ws),
+                  static_cast<void*>(d_qo), static_cast<void*>(d_kv), static_cast<void*>(d_mi),
+                  static_cast<void*>(d_mask)})
+    CUDA_CHECK(cudaFree(d));
+
+  *kv_bytes_out = double(bs) * P * kRowDim * 2;
+  *flops_out = 2.0 * (kRowDim + kLatentDim) * H * D * double(bs) * (P + D);
+  *io_bytes_out = *kv_bytes_out + double(T) * H * (kRowDim * 2 + kLatentDim * 2 + 4);
+  (void)sms;
+  return median(ms) * 1e3 / R;  // microseconds per verify call
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int device = 0, sms = 0;
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  sms = prop.multiProcessorCount;
+  // --sweep: also time splits 1..64 per workload; --only NAME: one workload (for ncu).
+  bool sweep = false;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--sweep") sweep = true;
+    if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];
+  }
+  const char* stages_env = std::getenv("MLAV_CUDA_STAGES");
+  std::printf("device: %s, %d SMs, L2 %d MB, cc %d.%d, MLAV_CUDA_STAGES=%s\n", prop.name, sms,
+              prop.l2CacheSize >> 20, prop.major, prop.minor, stages_env ? stages_env : "(default)");
+  if (!only.empty()) {
+    for (const Workload& w : kWorkloads)
+      if (only == w.name) {
+        double kvb, fl, iob;
+        const int s = cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, sms);
+        std::printf("%s splits %d: %.1f us\n", w.name, s, time_workload(w, s, sms, &kvb, &fl, &iob));
+      }
+    return 0;
+  }
+  const double copy_gbs = copy_bandwidth_gbs();
+  const double mma_tflops = mma_peak_tflops(sms);
+  std::printf("ceilings (measured now): copy %.0f GB/s (read + write), mma.sync bf16 %.0f TFLOP/s\n",
+              copy_gbs, mma_tflops);
+  std::printf("\n%-17s %6s %8s %8s %8s %7s %7s %9s %9s %7s\n", "workload", "splits", "us", "KV GB/s",
+              "TFLOP/s", "roof us", "frac", "vs triton", "vs torch", "issue");
+  for (const Workload& w : kWorkloads) {
+    const int suggested = cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, sms);
+    std::vector<int> tries = {suggested};
+    if (sweep)
+      for (int s : {1, 2, 4, 8, 16, 32, 64})
+        if (s != suggested) tries.push_back(s);
+    double best_us = 1e30, kvb = 0, fl = 0, iob = 0;
+    int best_s = suggested;
+    for (int s : tries) {
+      const double us = time_workload(w, s, sms, &kvb, &fl, &iob);
+      if (sweep) std::printf("  %-15s splits %2d: %.1f us\n", w.name, s, us);
+      if (us < best_us) best_us = us, best_s = s;
+    }
+    // Roofline from the ceilings measured above (bytes: prefix KV once, queries and outputs).
+    const double roof_us = std::max(iob / (copy_gbs * 1e9), fl / (mma_tflops * 1e12)) * 1e6;
+    std::printf("%-17s %6d %8.1f %8.0f %8.1f %7.1f %6.0f%% %8.1fx %8.1fx %7.0f\n", w.name, best_s,
+                best_us, kvb / (best_us * 1e-6) / 1e9, fl / (best_us * 1e-6) / 1e12, roof_us,
+                100.0 * roof_us / best_us, w.triton_us / best_us, w.torch_us / best_us,
+                w.roofline_us);
+  }
+  return 0;
+}

@@ -1,0 +1,23 @@
+// Explicit instantiation of the partial kernel with 12 KV chunk buffers and its launcher.
+// Built for sm_90 only (cuda/CMakeLists.txt): it needs more shared memory than sm_120 has.
+#include "cuda/cuda_check.h"
+#include "cuda/verify_kernel.cuh"
+
+namespace mlaverify::cuda::detail {
+
+template __global__ void verify_partial<12>(const PartialArgs);
+
+void prepare_partial_stages12() {
+  CUDA_CHECK(cudaFuncSetAttribute(verify_partial<12>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  partial_smem_bytes(12)));
+}
+
+void launch_partial_stages12(const PartialArgs& args, CUstream_st* stream) {
+  const VerifyParams& p = args.p;
+  dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
+            static_cast<unsigned>(p.num_splits + 1), static_cast<unsigned>(p.batch_size));
+  verify_partial<12><<<grid, kThreads, partial_smem_bytes(12), stream>>>(args);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace mlaverify::cuda::detail
