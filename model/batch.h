@@ -9,6 +9,7 @@
 #include "mlaverify/bf16.h"
 #include "mlaverify/types.h"
 #include "mlaverify/verify_params.h"
+#include "model/indptr.h"
 #include "model/kv_pool.h"
 #include "model/mask.h"
 #include "model/metadata.h"
@@ -81,6 +82,13 @@ class VerifyBatch {
   int32_t req_pool_index(int32_t i) const;
   std::vector<int64_t> prefix_slots(int32_t i) const;  // [P_i] req_to_token[r, 0:P_i]
   std::vector<int64_t> draft_slots(int32_t i) const;   // [D_i] req_to_token[r, P_i:P_i+D_i]
+
+  // The batch's indptrs with their conventions named (SPEC §3: the library names the convention
+  // of every indptr it passes): qo/kv are CSR [bs+1]; mask_indptr follows the spec's convention
+  // and is empty for the formats without one (QlenOnly, QlenOnlyBitpacking, DraftBits).
+  Indptr<int32_t> qo_indptr() const { return {metadata_.qo_indptr, IndptrConvention::Csr}; }
+  Indptr<int32_t> kv_indptr() const { return {metadata_.kv_indptr, IndptrConvention::Csr}; }
+  Indptr<int64_t> mask_indptr() const { return {mask_.indptr, mask_.indptr_convention}; }
 
   // Value a backend writes, read back: o_lat[t, h, k] as float, lse[t, h].
   float o_lat_value(int64_t t, int32_t h, int32_t k) const;

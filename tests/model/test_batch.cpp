@@ -426,6 +426,36 @@ TEST(VerifyBatch, GraphPaddingRowsExactlyAsSpec) {
   }
 }
 
+TEST(VerifyBatch, IndptrsCarryTheirConvention) {
+  for (IndptrConvention conv : {IndptrConvention::Csr, IndptrConvention::OffsetsOnly}) {
+    for (MaskFormat f : {MaskFormat::FullMask, MaskFormat::FlashInferPacked}) {
+      BatchSpec s = small_spec(6);
+      s.mask_format = f;
+      s.mask_indptr_convention = conv;
+      s.graph_padded_bs = 7;
+      VerifyBatch b = VerifyBatch::build(s);
+      EXPECT_NO_THROW(b.qo_indptr().check("qo_indptr", 7, b.total_tokens()));
+      EXPECT_NO_THROW(b.kv_indptr().check("kv_indptr", 7));
+      const Indptr<int64_t> m = b.mask_indptr();
+      EXPECT_EQ(m.convention(), conv);
+      EXPECT_EQ(m.length(), conv == IndptrConvention::Csr ? 8 : 7);
+      EXPECT_NO_THROW(m.check("mask_indptr", 7, b.mask().len));
+      // FullMask: request 1 (D = 4, P = 1) starts after request 0's 5 * (0 + 5) = 25 elements.
+      if (f == MaskFormat::FullMask) {
+        EXPECT_EQ(m.start(1), 25);
+      }
+      // The other convention's length is the classic slice bug, and check() says so.
+      const Indptr<int64_t> wrong(m.values(), conv == IndptrConvention::Csr
+                                                  ? IndptrConvention::OffsetsOnly
+                                                  : IndptrConvention::Csr);
+      EXPECT_THROW(wrong.check("mask_indptr", 7), InvalidInput);
+    }
+  }
+  BatchSpec s = small_spec(6);
+  s.mask_format = MaskFormat::DraftBits;
+  EXPECT_EQ(VerifyBatch::build(s).mask_indptr().length(), 0);
+}
+
 TEST(VerifyBatch, PoisonOutputs) {
   VerifyBatch b = VerifyBatch::build(small_spec(2));
   ASSERT_EQ(static_cast<int64_t>(b.o_lat().size()), b.total_tokens() * 3 * 512);
