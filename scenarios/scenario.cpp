@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 #include <sstream>
 
 #include "mlaverify/error.h"
@@ -232,5 +233,7 @@ std::string summary(const CaseSpec& s) {
   }
   return os.str();
 }
+
+void showValue(const CaseSpec& spec, std::ostream& os) { os << summary(spec); }
 
 }  // namespace mlaverify::scenarios

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,5 +98,8 @@ std::string_view to_string(IndptrConvention v);
 
 // A one-line summary for logs and rapidcheck's showValue: "bs=2 H=8 D=[3,1] P=[65,0] ...".
 std::string summary(const CaseSpec& spec);
+
+// rapidcheck prints counterexamples through an ADL-found showValue: a case reads as its summary.
+void showValue(const CaseSpec& spec, std::ostream& os);
 
 }  // namespace mlaverify::scenarios

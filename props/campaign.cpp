@@ -1,0 +1,142 @@
+// Campaign driver: rapidcheck generators sampled directly (Gen::operator()(Random, size)), every
+// property per case, greedy shrinking through simpler_cases, failures written as scenario files.
+#include "props/campaign.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+
+#include "mlaverify/error.h"
+
+namespace mlaverify::props {
+
+std::string FuzzReport::to_string() const {
+  std::ostringstream os;
+  os << "seed " << seed << ", " << cases_run << " cases in " << seconds << " s\n";
+  for (const auto& s : stats) {
+    os << "  " << s.property << ": " << s.passed << " passed, " << s.failed << " failed, "
+       << s.skipped << " skipped\n";
+  }
+  for (const auto& f : failures) {
+    os << "  FAILED " << f.property << " at case " << f.case_index << ", shrunk in "
+       << f.shrink_steps << " steps (" << f.shrink_evals << " evals) to "
+       << scenarios::summary(f.shrunk.spec) << "\n    " << f.detail << "\n";
+    if (!f.file.empty()) os << "    written to " << f.file.string() << "\n";
+  }
+  return os.str();
+}
+
+ShrinkResult shrink_failure(Backend& backend, const PropertyInfo& property, const Case& failing,
+                            const PropertyResult& first_result, int32_t max_evals) {
+  ShrinkResult r{failing, first_result, 0, 0};
+  bool progress = true;
+  while (progress && r.evals < max_evals) {
+    progress = false;
+    for (const Case& candidate : simpler_cases(r.smallest)) {
+      if (r.evals >= max_evals) break;
+      ++r.evals;
+      PropertyResult res = property.fn(backend, candidate);
+      if (!res.ok && !res.skipped) {
+        r.smallest = candidate;
+        r.result = std::move(res);
+        ++r.steps;
+        progress = true;
+        break;
+      }
+    }
+  }
+  return r;
+}
+
+FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<const PropertyInfo*> selected;
+  if (o.properties.empty()) {
+    for (const auto& p : all_properties()) selected.push_back(&p);
+  } else {
+    for (const auto& name : o.properties) selected.push_back(&property_by_name(name));
+  }
+  FuzzReport report;
+  report.seed = o.seed;
+  for (const auto* p : selected) report.stats.push_back({std::string(p->name), 0, 0, 0});
+  std::vector<bool> dead(selected.size(), false);
+  const std::string label = o.backend_label.empty() ? backend.name() : o.backend_label;
+
+  rc::Gen<Case> gen = gen_case(o.gen);
+  rc::Random random(o.seed);
+  for (int32_t n = 0; n < o.cases; ++n) {
+    // One independent stream per case: case n is the same whatever the other cases did.
+    Case c = gen(random.split(), rc::kNominalSize).value();
+    ++report.cases_run;
+    bool any_failed = false;
+    for (size_t k = 0; k < selected.size(); ++k) {
+      if (dead[k]) continue;
+      PropertyResult res = selected[k]->fn(backend, c);
+      PropertyStats& st = report.stats[k];
+      if (res.skipped) {
+        ++st.skipped;
+        continue;
+      }
+      if (res.ok) {
+        ++st.passed;
+        continue;
+      }
+      ++st.failed;
+      dead[k] = true;
+      any_failed = true;
+      ShrinkResult sh = shrink_failure(backend, *selected[k], c, res, o.max_shrink_evals);
+      Failure f;
+      f.property = std::string(selected[k]->name);
+      f.case_index = n + 1;
+      f.original = c;
+      f.shrunk.spec = sh.smallest;
+      f.shrunk.property = f.property;
+      f.shrunk.backend = label;
+      f.detail = sh.result.detail;
+      f.shrunk.note = "found by run_campaign seed " + std::to_string(o.seed) + " at case " +
+                      std::to_string(n + 1) + ", shrunk in " + std::to_string(sh.steps) +
+                      " steps; " + sh.result.detail;
+      f.shrink_evals = sh.evals;
+      f.shrink_steps = sh.steps;
+      if (!o.out_dir.empty()) {
+        std::string safe_label;
+        for (char ch : label) safe_label += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+        f.file = o.out_dir / (f.property + "-" + safe_label + "-" + std::to_string(o.seed) + "-" +
+                              std::to_string(n + 1) + ".json");
+        scenarios::save_scenario(f.file, f.shrunk);
+      }
+      report.failures.push_back(std::move(f));
+    }
+    if (any_failed && o.stop_at_first_failure) break;
+  }
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+PropertyResult replay(const scenarios::Scenario& scenario, Backend& backend) {
+  scenarios::validate_case(scenario.spec);
+  return property_by_name(scenario.property).fn(backend, scenario.spec);
+}
+
+uint64_t seed_from_env(uint64_t fallback) {
+  const char* s = std::getenv("MLAV_SEED");
+  if (!s || !*s) return fallback;
+  char* end = nullptr;
+  uint64_t v = std::strtoull(s, &end, 10);
+  if (end == s || *end != '\0') throw InvalidInput("MLAV_SEED", -1, "not an unsigned integer");
+  return v;
+}
+
+int32_t cases_from_env(int32_t fallback) {
+  const char* s = std::getenv("MLAV_CASES");
+  if (!s || !*s) return fallback;
+  char* end = nullptr;
+  long v = std::strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < 1 || v > 1000000) {
+    throw InvalidInput("MLAV_CASES", -1, "need an integer in 1..1000000");
+  }
+  return static_cast<int32_t>(v);
+}
+
+}  // namespace mlaverify::props

@@ -1,0 +1,82 @@
+// Fuzz campaigns (random cases through every selected property, failures shrunk and written as
+// scenario files) and scenario replay: what the CLI's fuzz and replay commands and the tests call.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "mlaverify/backend.h"
+#include "props/generators.h"
+#include "props/properties.h"
+#include "scenarios/scenario.h"
+
+namespace mlaverify::props {
+
+struct CampaignOptions {
+  int32_t cases = 100;                  // random cases; every selected property runs on each
+  uint64_t seed = 20261129;             // the whole campaign is a function of this seed
+  std::vector<std::string> properties;  // names (all_properties()); empty = all
+  std::filesystem::path out_dir;        // where shrunk failures are written; empty = nowhere
+  int32_t max_shrink_evals = 120;       // property evaluations spent shrinking one failure
+  bool stop_at_first_failure = false;   // stop the campaign when any property fails
+  std::string backend_label;            // written into scenarios; empty = backend.name()
+  GenOptions gen;
+};
+
+struct PropertyStats {
+  std::string property;
+  int32_t passed = 0;
+  int32_t failed = 0;
+  int32_t skipped = 0;
+};
+
+struct Failure {
+  std::string property;
+  int32_t case_index = 0;    // 1-based: how many cases the campaign had run when this failed
+  Case original;             // as generated
+  scenarios::Scenario shrunk;  // the smallest failing case found, ready to save
+  std::string detail;        // the shrunk case's diagnostic
+  int32_t shrink_evals = 0;
+  int32_t shrink_steps = 0;  // accepted simplifications
+  std::filesystem::path file;  // where it was written (empty if not)
+};
+
+struct FuzzReport {
+  uint64_t seed = 0;
+  int32_t cases_run = 0;
+  double seconds = 0;
+  std::vector<PropertyStats> stats;  // in all_properties() order, selected ones only
+  std::vector<Failure> failures;
+  bool ok() const { return failures.empty(); }
+  std::string to_string() const;
+};
+
+// Generates options.cases cases from options.seed (gen_case), runs every selected property on each
+// against `backend`, shrinks each failure (a property fails at most once per campaign: after its
+// first failure it is not run again) and writes it to out_dir as
+// "<property>-<backend>-<seed>-<case>.json". Deterministic in the seed for a deterministic backend.
+FuzzReport run_campaign(Backend& backend, const CampaignOptions& options);
+
+// Greedy shrinking of a failing case for one property: tries simpler_cases, keeps the first that
+// still fails, repeats; at most max_evals evaluations. Returns the last failing case and its result.
+struct ShrinkResult {
+  Case smallest;
+  PropertyResult result;
+  int32_t evals = 0;
+  int32_t steps = 0;
+};
+ShrinkResult shrink_failure(Backend& backend, const PropertyInfo& property, const Case& failing,
+                            const PropertyResult& first_result, int32_t max_evals);
+
+// Runs the scenario's property on `backend` (whatever backend the scenario names: it records where
+// the failure was found, and any backend should pass). InvalidInput for an unknown property.
+PropertyResult replay(const scenarios::Scenario& scenario, Backend& backend);
+
+// Seed for a test or CLI run: MLAV_SEED from the environment when set, else `fallback`.
+uint64_t seed_from_env(uint64_t fallback);
+// Case count: MLAV_CASES from the environment when set, else `fallback`.
+int32_t cases_from_env(int32_t fallback);
+
+}  // namespace mlaverify::props

@@ -1,0 +1,182 @@
+// Case -> VerifyBatch, output capture, and exact physical rewrites of a batch (slot permutation and
+// compaction) that leave the logical batch, hence every correct backend's output, unchanged.
+#include "props/case.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "mlaverify/error.h"
+#include "model/storage.h"
+#include "model/tree.h"
+
+namespace mlaverify::props {
+
+model::BatchSpec to_batch_spec(const Case& c) {
+  model::BatchSpec s;
+  for (const auto& r : c.requests) {
+    s.requests.push_back({model::DraftTree::from_parents(r.parents), r.prefix_len});
+  }
+  s.num_heads = c.num_heads;
+  s.sm_scale = c.sm_scale;
+  s.kv_dtype = c.kv_dtype;
+  switch (c.layout) {
+    case LayoutKind::LatentFirst: s.layout = KvLayout::latent_first(c.row_stride); break;
+    case LayoutKind::RopeFirst: s.layout = KvLayout::rope_first(c.row_stride); break;
+    // The builder places the two regions itself (their offsets depend on the pool size).
+    case LayoutKind::Split: s.layout = KvLayout::split(0, kLatentDim, 0, kRopeDim); break;
+  }
+  s.row_stride = c.row_stride;
+  s.draft_source = c.draft_source;
+  s.mask_format = c.mask_format;
+  s.mask_indptr_convention = c.mask_indptr_convention;
+  s.mask_word_bytes = c.mask_word_bytes;
+  s.page_size = c.page_size;
+  s.slot_order = c.slot_order == scenarios::SlotOrder::Contiguous
+                     ? model::BatchSpec::SlotOrder::Contiguous
+                     : model::BatchSpec::SlotOrder::Scattered;
+  s.graph_padded_bs = c.graph_padded_bs;
+  s.poison_unused_slots = c.poison_unused_slots;
+  s.value_scale = c.value_scale;
+  s.num_splits = c.num_splits;
+  s.seed = c.seed;
+  return s;
+}
+
+model::VerifyBatch build_batch(const Case& c) {
+  model::VerifyBatch b = model::VerifyBatch::build(to_batch_spec(c));
+  if (c.slot_order == scenarios::SlotOrder::Defragmented) compact_slots(b);
+  return b;
+}
+
+RunOutput run_backend(Backend& backend, model::VerifyBatch& batch) {
+  batch.poison_outputs();
+  VerifyParams p = batch.params();
+  backend.run(p);
+  RunOutput out;
+  out.tokens = batch.total_tokens();
+  out.heads = p.num_heads;
+  const auto& o16 = batch.o_lat();  // [T, H, 512] bf16
+  out.o.resize(o16.size());
+  for (size_t k = 0; k < o16.size(); ++k) out.o[k] = bf16_to_float(o16[k]);
+  out.lse = batch.lse();
+  return out;
+}
+
+void apply_slot_permutation(model::VerifyBatch& batch, const std::vector<int64_t>& perm) {
+  model::KvPool& pool = batch.pool();
+  const int64_t n = pool.num_slots();
+  if (static_cast<int64_t>(perm.size()) != n) {
+    throw InvalidInput("perm", -1, "expected " + std::to_string(n) + " entries");
+  }
+  if (n > 0 && perm[0] != 0) throw InvalidInput("perm", 0, "slot 0 is the sink and stays put");
+  std::vector<bool> seen(static_cast<size_t>(n), false);
+  for (int64_t s = 0; s < n; ++s) {
+    int64_t d = perm[static_cast<size_t>(s)];
+    if (d < 0 || d >= n || seen[static_cast<size_t>(d)]) {
+      throw InvalidInput("perm", s, "not a permutation of the pool's slots");
+    }
+    seen[static_cast<size_t>(d)] = true;
+  }
+  // Rows are read out first (raw bytes: a move cannot round), then written to their new slots.
+  std::vector<std::vector<std::byte>> rows(static_cast<size_t>(n));  // [slots][576 * bytes]
+  for (int64_t s = 0; s < n; ++s) rows[static_cast<size_t>(s)] = pool.raw_row(s);
+  for (int64_t s = 0; s < n; ++s) {
+    pool.write_raw_row(perm[static_cast<size_t>(s)], rows[static_cast<size_t>(s)]);
+  }
+  model::ReqToToken& rtt = batch.req_to_token();
+  int32_t* cells = rtt.data();  // [rows, cols]
+  for (int64_t k = 0; k < rtt.rows() * rtt.cols(); ++k) {
+    int32_t s = cells[k];
+    if (s >= 0 && s < n) cells[k] = static_cast<int32_t>(perm[static_cast<size_t>(s)]);
+  }
+  for (int64_t& s : batch.metadata().kv_indices) {
+    if (s >= 0 && s < n) s = perm[static_cast<size_t>(s)];
+  }
+}
+
+std::vector<int64_t> random_slot_permutation(int64_t pool_slots, uint64_t seed) {
+  std::vector<int64_t> perm(static_cast<size_t>(pool_slots));
+  std::iota(perm.begin(), perm.end(), 0);
+  // Fisher-Yates over [1, n) with splitmix64: slot 0 stays the sink.
+  uint64_t x = seed;
+  auto next = [&x] {
+    uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  for (int64_t k = pool_slots - 1; k > 1; --k) {
+    int64_t j = 1 + static_cast<int64_t>(next() % static_cast<uint64_t>(k));  // [1, k]
+    std::swap(perm[static_cast<size_t>(k)], perm[static_cast<size_t>(j)]);
+  }
+  return perm;
+}
+
+std::vector<int64_t> compaction_permutation(const model::VerifyBatch& batch) {
+  const int64_t n = batch.pool().num_slots();
+  std::vector<int64_t> perm(static_cast<size_t>(n), -1);
+  perm[0] = 0;
+  int64_t next = 1;
+  for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
+    auto slots = batch.prefix_slots(i);
+    auto draft = batch.draft_slots(i);
+    slots.insert(slots.end(), draft.begin(), draft.end());
+    for (int64_t s : slots) {
+      if (s <= 0 || s >= n || perm[static_cast<size_t>(s)] != -1) {
+        throw InvalidInput("req_to_token", s, "slot owned twice or out of range");
+      }
+      perm[static_cast<size_t>(s)] = next++;
+    }
+  }
+  for (int64_t s = 1; s < n; ++s) {
+    if (perm[static_cast<size_t>(s)] == -1) perm[static_cast<size_t>(s)] = next++;
+  }
+  return perm;
+}
+
+void compact_slots(model::VerifyBatch& batch) {
+  apply_slot_permutation(batch, compaction_permutation(batch));
+}
+
+RequestView request_view(const model::VerifyBatch& batch, int32_t i) {
+  const auto& md = batch.metadata();
+  RequestView v;
+  v.q_begin = md.qo_indptr.at(static_cast<size_t>(i));
+  v.draft_nodes = md.qo_indptr.at(static_cast<size_t>(i) + 1) - md.qo_indptr[static_cast<size_t>(i)];
+  v.prefix_len = batch.prefix_len(i);
+  return v;
+}
+
+void read_key(const VerifyParams& p, int32_t request, int64_t j, double* row) {
+  RequestExtent e = request_extent(p, request);
+  int64_t slot = -1;
+  if (j < e.prefix_len) {
+    slot = p.kv_indices[e.kv_begin + j];
+  } else if (p.draft_source == DraftKvSource::CacheSlots) {
+    slot = p.kv_indices[e.kv_begin + j];  // the draft slots follow the prefix in kv_indices
+  } else {
+    // k_extend rows are latent-first in the pool's dtype, one per draft token.
+    int64_t base = (e.q_begin + (j - e.prefix_len)) * p.k_extend_stride;
+    for (int k = 0; k < kRowDim; ++k) row[k] = model::load(p.kv_dtype, p.k_extend, base + k);
+    return;
+  }
+  int64_t lat = p.kv_layout.latent_index(slot);
+  int64_t rope = p.kv_layout.rope_index(slot);
+  for (int k = 0; k < kLatentDim; ++k) row[k] = model::load(p.kv_dtype, p.kv_pool, lat + k);
+  for (int k = 0; k < kRopeDim; ++k) {
+    row[kLatentDim + k] = model::load(p.kv_dtype, p.kv_pool, rope + k);
+  }
+}
+
+void read_query(const VerifyParams& p, int64_t token, int32_t head, double* row) {
+  int64_t base = token * p.q_token_stride + head * p.q_head_stride;
+  for (int k = 0; k < kLatentDim; ++k) {
+    row[k] = model::load(p.q_dtype, p.q, base + p.q_latent_offset + k);
+  }
+  for (int k = 0; k < kRopeDim; ++k) {
+    row[kLatentDim + k] = model::load(p.q_dtype, p.q, base + p.q_rope_offset + k);
+  }
+}
+
+}  // namespace mlaverify::props

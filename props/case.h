@@ -1,0 +1,70 @@
+// A property-suite case (the scenario's CaseSpec), how it becomes a VerifyBatch, how a backend's
+// outputs are captured, and the physical rewrites properties apply (slot permutation, compaction).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mlaverify/backend.h"
+#include "model/batch.h"
+#include "scenarios/scenario.h"
+
+namespace mlaverify::props {
+
+// The case description is the scenario's: a failing case is written out as-is.
+using Case = scenarios::CaseSpec;
+
+// The model-side spec of the same case (SlotOrder::Defragmented builds scattered first; see
+// build_batch).
+model::BatchSpec to_batch_spec(const Case& c);
+
+// Builds the batch; SlotOrder::Defragmented = scattered allocation followed by compact_slots, the
+// layout tier-1 compaction (SPEC §4) leaves behind.
+model::VerifyBatch build_batch(const Case& c);
+
+// One run's outputs, widened to float (exact for bf16): o [T, H, 512] and lse [T, H], padded rows
+// included. NaN where the backend wrote nothing (outputs are NaN-poisoned before each run).
+struct RunOutput {
+  int64_t tokens = 0;  // T, padded rows included
+  int32_t heads = 0;
+  std::vector<float> o;    // [T, H, 512]
+  std::vector<float> lse;  // [T, H]
+  float o_at(int64_t t, int32_t h, int32_t k) const {
+    return o[(static_cast<size_t>(t) * heads + h) * kLatentDim + k];
+  }
+  float lse_at(int64_t t, int32_t h) const { return lse[static_cast<size_t>(t) * heads + h]; }
+};
+
+// Poisons the outputs, runs `backend` on batch.params(), and copies the outputs out.
+RunOutput run_backend(Backend& backend, model::VerifyBatch& batch);
+
+// Moves every pool row of slot s to slot perm[s] (bit-exact, every layer of the one pool) and
+// rewrites req_to_token and kv_indices to match. perm is a permutation of [0, pool_slots) with
+// perm[0] == 0 (slot 0 is the padding sink). The logical batch is unchanged.
+void apply_slot_permutation(model::VerifyBatch& batch, const std::vector<int64_t>& perm);
+
+// A seeded random permutation of [1, pool_slots) (slot 0 fixed), for apply_slot_permutation.
+std::vector<int64_t> random_slot_permutation(int64_t pool_slots, uint64_t seed);
+
+// The permutation tier-1 compaction performs: each real request's slots (prefix then draft, as
+// req_to_token lists them) become one ascending run, requests packed from slot 1 in request order,
+// every other slot after them in ascending order.
+std::vector<int64_t> compaction_permutation(const model::VerifyBatch& batch);
+void compact_slots(model::VerifyBatch& batch);
+
+// Token ranges of one request in the batch (real or padded).
+struct RequestView {
+  int64_t q_begin;       // first token
+  int32_t draft_nodes;   // D_i
+  int64_t prefix_len;    // P_i
+};
+RequestView request_view(const model::VerifyBatch& batch, int32_t i);
+
+// The stored values a kernel reads, widened to double (exact). Key j of request i counts prefix
+// keys first (j < P_i, through kv_indices and the pool layout), then draft node j - P_i (from
+// k_extend rows or the draft cache slots, per p.draft_source). Rows are latent-first [576].
+// Assumes p passed validate_params.
+void read_key(const VerifyParams& p, int32_t request, int64_t j, double* row576);
+void read_query(const VerifyParams& p, int64_t token, int32_t head, double* row576);
+
+}  // namespace mlaverify::props

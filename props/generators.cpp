@@ -1,0 +1,328 @@
+// Case generators (rapidcheck, mapcat for dependent values: the tree size depends on the prefix
+// and the per-request work budget) and the normalization and extra shrinks that keep cases valid.
+#include "props/generators.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "mlaverify/split_plan.h"
+#include "model/config.h"
+
+namespace mlaverify::props {
+
+namespace gen = rc::gen;
+
+std::vector<int32_t> make_tree(TreeShape shape, const std::vector<uint32_t>& raws) {
+  const int32_t n = static_cast<int32_t>(raws.size()) + 1;
+  std::vector<int32_t> parent(static_cast<size_t>(n), -1);
+  std::vector<int32_t> depth(static_cast<size_t>(n), 0);
+  auto set = [&](int32_t t, int32_t p) {
+    parent[static_cast<size_t>(t)] = p;
+    depth[static_cast<size_t>(t)] = depth[static_cast<size_t>(p)] + 1;
+  };
+  switch (shape) {
+    case TreeShape::Chain:  // DeepSeek MTP: causal
+      for (int32_t t = 1; t < n; ++t) set(t, t - 1);
+      break;
+    case TreeShape::Star:  // the widest tree
+      for (int32_t t = 1; t < n; ++t) set(t, 0);
+      break;
+    case TreeShape::Eagle: {
+      // EAGLE top-k per depth: nodes come level by level (depth <= 8), at most k per level, each
+      // a child of one of the previous level's nodes. k and where a level ends come from the words.
+      const uint32_t k = raws.empty() ? 1 : 1 + raws[0] % 10;
+      int32_t prev_begin = 0, prev_count = 1, level_begin = 1, level_count = 0, level = 1;
+      for (int32_t t = 1; t < n; ++t) {
+        const uint32_t r = raws[static_cast<size_t>(t - 1)];
+        const bool full = static_cast<uint32_t>(level_count) >= k || ((r >> 20) % 4 == 0 && level_count > 0);
+        if (full && level < 8) {
+          prev_begin = level_begin;
+          prev_count = level_count;
+          level_begin = t;
+          level_count = 0;
+          ++level;
+        }
+        set(t, prev_begin + static_cast<int32_t>(r % static_cast<uint32_t>(prev_count)));
+        ++level_count;
+      }
+      break;
+    }
+    case TreeShape::DDTree: {
+      // DDTree best-first budgets: shallow and very wide (depth <= 16). Parents are drawn with a
+      // quadratic bias toward early (high-probability, shallow) nodes.
+      for (int32_t t = 1; t < n; ++t) {
+        const double u = static_cast<double>(raws[static_cast<size_t>(t - 1)]) / 4294967296.0;
+        int32_t p = static_cast<int32_t>(u * u * t);
+        while (depth[static_cast<size_t>(p)] >= 16) p = parent[static_cast<size_t>(p)];
+        set(t, p);
+      }
+      break;
+    }
+    case TreeShape::RandomRecursive:  // SPEC §8: parent[t] uniform in [0, t)
+      for (int32_t t = 1; t < n; ++t) {
+        set(t, static_cast<int32_t>(raws[static_cast<size_t>(t - 1)] % static_cast<uint32_t>(t)));
+      }
+      break;
+  }
+  return parent;
+}
+
+rc::Gen<TreeShape> gen_tree_shape() {
+  // Simplest first: rapidcheck shrinks an element toward the front of the list.
+  return gen::weightedElement<TreeShape>({{2, TreeShape::Chain},
+                                          {1, TreeShape::Star},
+                                          {3, TreeShape::Eagle},
+                                          {2, TreeShape::DDTree},
+                                          {3, TreeShape::RandomRecursive}});
+}
+
+namespace {
+
+rc::Gen<int32_t> gen_tree_size(int32_t max_nodes) {
+  auto clamp = [max_nodes](int32_t v) { return std::max(1, std::min(v, max_nodes)); };
+  return gen::map(
+      gen::weightedOneOf<int32_t>({
+          {3, gen::just<int32_t>(1)},
+          {6, gen::inRange<int32_t>(2, 9)},                          // MTP chains, small trees
+          {2, gen::element<int32_t>(31, 32, 33, 63, 64, 65)},        // word and tile edges
+          {4, gen::inRange<int32_t>(9, 65)},                         // EAGLE / Medusa
+          {1, gen::inRange<int32_t>(65, 257)},                       // Sequoia
+          {1, gen::inRange<int32_t>(257, 1025)},                     // DDTree budgets
+      }),
+      clamp);
+}
+
+}  // namespace
+
+rc::Gen<std::vector<int32_t>> gen_tree(int32_t max_nodes) {
+  return gen::mapcat(gen::pair(gen_tree_shape(), gen_tree_size(max_nodes)),
+                     [](const std::pair<TreeShape, int32_t>& sn) {
+                       const TreeShape shape = sn.first;
+                       return gen::map(gen::container<std::vector<uint32_t>>(
+                                           static_cast<size_t>(sn.second - 1),
+                                           gen::arbitrary<uint32_t>()),
+                                       [shape](const std::vector<uint32_t>& raws) {
+                                         return make_tree(shape, raws);
+                                       });
+                     });
+}
+
+rc::Gen<int64_t> gen_prefix_len(int64_t max_prefix) {
+  auto clamp = [max_prefix](int64_t v) { return std::min(v, max_prefix); };
+  const int64_t t = kKvTile;
+  return gen::map(gen::weightedOneOf<int64_t>({
+                      {3, gen::just<int64_t>(0)},
+                      {2, gen::just<int64_t>(1)},
+                      // Tile edges and split edges (a split is a whole number of tiles).
+                      {3, gen::element<int64_t>(t - 1, t, t + 1, 2 * t - 1, 2 * t, 2 * t + 1,
+                                                3 * t - 1, 3 * t, 3 * t + 1, 8 * t + 1)},
+                      {4, gen::inRange<int64_t>(2, 300)},
+                      {1, gen::inRange<int64_t>(300, 4097)},
+                      {1, gen::inRange<int64_t>(4097, 65537)},
+                  }),
+                  clamp);
+}
+
+int64_t case_work(const Case& c) {
+  int64_t w = 0;
+  for (const auto& r : c.requests) {
+    const int64_t d = static_cast<int64_t>(r.parents.size());
+    w += d * (r.prefix_len + d);
+  }
+  if (c.graph_padded_bs > c.batch_size()) {
+    const int64_t d = c.max_draft();
+    w += (c.graph_padded_bs - c.batch_size()) * d * (1 + d);
+  }
+  return w * c.num_heads;
+}
+
+Case normalize_case(Case c, const GenOptions& o) {
+  const int32_t max_d = c.max_draft();
+  if (c.mask_format == MaskFormat::QlenOnlyBitpacking) {
+    if (max_d > 32) {
+      c.mask_format = MaskFormat::QlenOnly;
+    } else {
+      // The narrowest word that holds D bits, or the generated one when wider.
+      const int32_t need = max_d <= 8 ? 1 : max_d <= 16 ? 2 : 4;
+      c.mask_word_bytes = std::max(c.mask_word_bytes, need);
+    }
+  }
+  if (c.mask_word_bytes != 1 && c.mask_word_bytes != 2) c.mask_word_bytes = 4;
+  if (c.graph_padded_bs != 0 && c.graph_padded_bs <= c.batch_size()) c.graph_padded_bs = 0;
+  // Prefixes are cut (largest first) until the case fits the work budget; padding goes first.
+  if (case_work(c) > o.max_work) c.graph_padded_bs = 0;
+  while (case_work(c) > o.max_work) {
+    auto it = std::max_element(c.requests.begin(), c.requests.end(),
+                               [](const auto& a, const auto& b) { return a.prefix_len < b.prefix_len; });
+    if (it->prefix_len == 0) break;
+    it->prefix_len /= 2;
+  }
+  return c;
+}
+
+rc::Gen<Case> gen_case(const GenOptions& o) {
+  auto gen_bs = gen::weightedOneOf<int32_t>({
+      {4, gen::just<int32_t>(1)},
+      {4, gen::inRange<int32_t>(2, 5)},
+      {2, gen::inRange<int32_t>(5, std::max(6, std::min(17, o.max_batch + 1)))},
+      {1, gen::inRange<int32_t>(17, std::max(18, o.max_batch + 1))},
+  });
+  auto gen_heads = gen::map(
+      gen::weightedElement<int32_t>({{1, 1}, {1, 2}, {2, 4}, {4, 8}, {3, 16}, {1, 64}, {1, 128}}),
+      [o](int32_t h) { return std::min(h, o.max_heads); });
+  // The shipped presets' scales (each with its mscale^2), so a missing mscale^2 is visible.
+  static const std::vector<double> kScales = {model::preset("deepseek-v3").sm_scale(),
+                                              model::preset("kimi-k2").sm_scale(),
+                                              model::preset("kimi-k2-0905").sm_scale()};
+  return gen::mapcat(
+      gen::pair(gen_bs, gen_heads), [o](const std::pair<int32_t, int32_t>& bh) {
+        const int32_t bs = std::min(bh.first, o.max_batch);
+        const int32_t heads = bh.second;
+        // Each request gets an equal share of the budget: P first, then a tree that fits.
+        const int64_t share = std::max<int64_t>(2, o.max_work / (int64_t{bs} * heads));
+        auto gen_request = gen::mapcat(
+            gen_prefix_len(std::min(o.max_prefix, share - 1)), [o, share](int64_t p) {
+              // Largest D with D * (P + D) <= share.
+              const double disc = static_cast<double>(p) * p + 4.0 * static_cast<double>(share);
+              int32_t dmax = static_cast<int32_t>((std::sqrt(disc) - static_cast<double>(p)) / 2.0);
+              dmax = std::max(1, std::min(dmax, o.max_draft));
+              return gen::map(gen_tree(dmax), [p](std::vector<int32_t> parents) {
+                return scenarios::RequestDesc{std::move(parents), p};
+              });
+            });
+        auto layout = gen::tuple(
+            gen::weightedElement<LayoutKind>(
+                {{5, LayoutKind::LatentFirst}, {2, LayoutKind::Split}, {1, LayoutKind::RopeFirst}}),
+            gen::weightedElement<int64_t>({{6, kRowDim}, {1, 640}, {1, 1152}}),
+            gen::weightedElement<DType>({{4, DType::BF16}, {1, DType::F32}}),
+            gen::element(DraftKvSource::ExtendRows, DraftKvSource::CacheSlots),
+            gen::weightedElement<MaskFormat>({{3, MaskFormat::FullMask},
+                                              {1, MaskFormat::QlenOnly},
+                                              {2, MaskFormat::QlenOnlyBitpacking},
+                                              {2, MaskFormat::FlashInferPacked},
+                                              {2, MaskFormat::DraftBits}}),
+            gen::weightedElement<IndptrConvention>(
+                {{3, IndptrConvention::Csr}, {1, IndptrConvention::OffsetsOnly}}),
+            gen::element<int32_t>(1, 2, 4),
+            gen::weightedElement<int32_t>({{3, 1}, {1, 16}, {1, 64}}));
+        auto run = gen::tuple(
+            gen::weightedElement<scenarios::SlotOrder>({{3, scenarios::SlotOrder::Scattered},
+                                                        {1, scenarios::SlotOrder::Contiguous},
+                                                        {1, scenarios::SlotOrder::Defragmented}}),
+            // Extra padded rows: none, a few, or -1: pad up to max D (bs == D under replay).
+            gen::weightedOneOf<int32_t>({{4, gen::just<int32_t>(0)},
+                                         {2, gen::inRange<int32_t>(1, 9)},
+                                         {1, gen::just<int32_t>(-1)}}),
+            gen::weightedElement<bool>({{4, true}, {1, false}}),
+            // Bounded values: 4 and 16 give large-magnitude scores (|s| in the hundreds), 1e-3
+            // nearly uniform attention; never arbitrary floats (they overflow the softmax).
+            gen::weightedElement<double>({{6, 1.0}, {1, 0.1}, {2, 4.0}, {1, 16.0}, {1, 1e-3}}),
+            gen::weightedOneOf<int32_t>({{2, gen::just<int32_t>(1)},
+                                         {3, gen::inRange<int32_t>(2, 5)},
+                                         {1, gen::inRange<int32_t>(5, kMaxSplits + 1)}}),
+            gen::elementOf(kScales), gen::arbitrary<uint64_t>());
+        return gen::apply(
+            [o, heads](std::vector<scenarios::RequestDesc> reqs,
+                       std::tuple<LayoutKind, int64_t, DType, DraftKvSource, MaskFormat,
+                                  IndptrConvention, int32_t, int32_t>
+                           lay,
+                       std::tuple<scenarios::SlotOrder, int32_t, bool, double, int32_t, double,
+                                  uint64_t>
+                           r) {
+              Case c;
+              c.requests = std::move(reqs);
+              c.num_heads = heads;
+              std::tie(c.layout, c.row_stride, c.kv_dtype, c.draft_source, c.mask_format,
+                       c.mask_indptr_convention, c.mask_word_bytes, c.page_size) = lay;
+              int32_t pad = 0;
+              std::tie(c.slot_order, pad, c.poison_unused_slots, c.value_scale, c.num_splits,
+                       c.sm_scale, c.seed) = r;
+              const int32_t bs = c.batch_size();
+              c.graph_padded_bs = pad == 0 ? 0 : pad > 0 ? bs + pad : std::max(bs + 1, c.max_draft());
+              return normalize_case(std::move(c), o);
+            },
+            gen::container<std::vector<scenarios::RequestDesc>>(static_cast<size_t>(bs), gen_request),
+            layout, run);
+      });
+}
+
+std::vector<Case> simpler_cases(const Case& c) {
+  std::vector<Case> out;
+  auto push = [&](Case s) {
+    if (!(s == c)) out.push_back(std::move(s));
+  };
+  // Fewer requests first: a one-request counterexample reads best.
+  if (c.batch_size() > 1) {
+    for (size_t i = 0; i < c.requests.size(); ++i) {
+      Case s = c;
+      s.requests.erase(s.requests.begin() + static_cast<std::ptrdiff_t>(i));
+      // Keep the number of padded rows, not the padded size (that would add a padded row).
+      if (s.graph_padded_bs != 0) --s.graph_padded_bs;
+      if (s.graph_padded_bs != 0 && s.graph_padded_bs <= s.batch_size()) s.graph_padded_bs = 0;
+      push(s);
+    }
+  }
+  {
+    Case s = c;
+    s.graph_padded_bs = 0;
+    push(s);
+  }
+  for (size_t i = 0; i < c.requests.size(); ++i) {
+    const int64_t p = c.requests[i].prefix_len;
+    for (int64_t np : {int64_t{0}, p / 2, p - 1}) {
+      if (np >= 0 && np < p) {
+        Case s = c;
+        s.requests[i].prefix_len = np;
+        push(s);
+      }
+    }
+    const auto& par = c.requests[i].parents;
+    if (par.size() > 1) {
+      // Drop the last node (always a leaf: children come after parents), or halve the tree.
+      Case s = c;
+      s.requests[i].parents.pop_back();
+      push(s);
+      Case h = c;
+      h.requests[i].parents.resize((par.size() + 1) / 2);
+      push(h);
+    }
+  }
+  for (size_t i = 0; i < c.requests.size(); ++i) {
+    // Whole-tree simplifications toward the two simplest shapes.
+    const auto& par = c.requests[i].parents;
+    Case chain = c, star = c;
+    for (size_t t = 1; t < par.size(); ++t) {
+      chain.requests[i].parents[t] = static_cast<int32_t>(t) - 1;
+      star.requests[i].parents[t] = 0;
+    }
+    push(star);
+    push(chain);
+  }
+  Case plain = c;
+  plain.layout = LayoutKind::LatentFirst;
+  plain.row_stride = kRowDim;
+  plain.kv_dtype = DType::BF16;
+  push(plain);
+  Case mask = c;
+  mask.mask_format = MaskFormat::FullMask;
+  mask.mask_indptr_convention = IndptrConvention::Csr;
+  push(mask);
+  Case misc = c;
+  misc.num_splits = 1;
+  push(misc);
+  Case heads = c;
+  heads.num_heads = 1;
+  push(heads);
+  Case pages = c;
+  pages.page_size = 1;
+  pages.slot_order = scenarios::SlotOrder::Scattered;
+  push(pages);
+  Case values = c;
+  values.value_scale = 1.0;
+  values.poison_unused_slots = true;
+  push(values);
+  for (Case& s : out) s = normalize_case(std::move(s), GenOptions{.max_work = int64_t{1} << 40});
+  return out;
+}
+
+}  // namespace mlaverify::props

@@ -1,0 +1,54 @@
+// rapidcheck generators for verify cases, weighted toward the edges where kernels break (P = 0, 1,
+// tile +- 1; D = 1, non-powers of two; bs == D; padding; paging) with the work per case capped.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "props/case.h"
+
+namespace mlaverify::props {
+
+// Bounds on what a generated case may cost. Work = sum over rows (padded ones too) of
+// D_i * (P_i + D_i) * H, the (query, key, head) triples every backend and the model evaluate.
+struct GenOptions {
+  // 2^18 triples is ~0.6 GFLOP for the model in double: a fraction of a second on one core, so a
+  // campaign of ~100 cases x 9 properties fits the CI budget. Big P, big D and big bs still occur,
+  // one at a time (the budget is shared: a 64K prefix comes with small D and H).
+  int64_t max_work = int64_t{1} << 18;
+  int32_t max_batch = 64;
+  int32_t max_heads = 128;
+  int32_t max_draft = 1024;
+  int64_t max_prefix = 65536;
+};
+
+// Tree shapes seen in practice (SPEC §2).
+enum class TreeShape : int32_t { Chain = 0, Star, Eagle, DDTree, RandomRecursive };
+
+// A parent array of the given shape from raw random words (one per node after the root): the
+// shape fixes the structure rule, the words fill it in. Any raw vector gives a valid tree of
+// raws.size() + 1 nodes, so shrinking the vector shrinks the tree and keeps it valid.
+std::vector<int32_t> make_tree(TreeShape shape, const std::vector<uint32_t>& raws);
+
+rc::Gen<TreeShape> gen_tree_shape();
+// Trees of 1..max_nodes nodes (parents), every shape, sizes weighted to 1, 2-8, 31-33, 63-65.
+rc::Gen<std::vector<int32_t>> gen_tree(int32_t max_nodes);
+// Prefix lengths 0..max_prefix weighted to 0, 1, kKvTile +- 1 and multiples, small and rare big.
+rc::Gen<int64_t> gen_prefix_len(int64_t max_prefix);
+// Whole cases.
+rc::Gen<Case> gen_case(const GenOptions& options = {});
+
+// Makes a case consistent and within budget (bitpacking only when D fits the word, padding only
+// when affordable, prefixes cut to the work budget). Idempotent; gen_case applies it last.
+Case normalize_case(Case c, const GenOptions& options = {});
+
+// The work measure above, for a case (padded rows included).
+int64_t case_work(const Case& c);
+
+// Smaller variants of a failing case tried before rapidcheck's own shrinks: drop a request, halve
+// a prefix, drop tree leaves, plain layout and mask, one split, no padding.
+std::vector<Case> simpler_cases(const Case& c);
+
+}  // namespace mlaverify::props
