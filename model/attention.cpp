@@ -44,7 +44,8 @@ void load_queries(const VerifyParams& p, const RequestExtent& e, RowMat& q_lat, 
       for (int k = 0; k < kLatentDim; ++k) {
         q_lat(r, k) = load(p.q_dtype, p.q, row + p.q_latent_offset + k);
       }
-      for (int k = 0; k < kRopeDim; ++k) q_pe(r, k) = load(p.q_dtype, p.q, row + p.q_rope_offset + k);
+      for (int k = 0; k < kRopeDim; ++k)
+        q_pe(r, k) = load(p.q_dtype, p.q, row + p.q_rope_offset + k);
     }
   }
 }
@@ -76,8 +77,8 @@ void load_keys(const VerifyParams& p, const RequestExtent& e, int64_t n0, int64_
 
 // Sets s[r, n - n0] = -inf where draft query t may not see draft key n - P. Prefix keys are
 // visible to every draft query (SPEC §2); FULL_MASK's prefix columns are not read, as in SGLang.
-void apply_mask(const BitRows& block, const RequestExtent& e, int32_t heads, int64_t n0,
-                int64_t n1, RowMat& s) {
+void apply_mask(const BitRows& block, const RequestExtent& e, int32_t heads, int64_t n0, int64_t n1,
+                RowMat& s) {
   const int32_t D = e.draft_nodes;
   for (int64_t n = std::max(n0, e.prefix_len); n < n1; ++n) {
     int32_t j = static_cast<int32_t>(n - e.prefix_len);
@@ -94,8 +95,8 @@ void apply_mask(const BitRows& block, const RequestExtent& e, int32_t heads, int
 // rescaling costs a few ulp per chunk (~1e-16 relative), far below anything a bf16 kernel shows.
 class OnlineSoftmax {
  public:
-  explicit OnlineSoftmax(int64_t rows) : m_(Eigen::VectorXd::Constant(rows, kNegInf)),
-                                         l_(Eigen::VectorXd::Zero(rows)) {}
+  explicit OnlineSoftmax(int64_t rows)
+      : m_(Eigen::VectorXd::Constant(rows, kNegInf)), l_(Eigen::VectorXd::Zero(rows)) {}
 
   // s [rows, K]: scores with masked entries -inf -> probabilities relative to the new max.
   Eigen::VectorXd step(RowMat& s) {
@@ -292,8 +293,8 @@ std::vector<double> absorb_query(const std::vector<double>& q_nope, const std::v
   const size_t row = static_cast<size_t>(heads) * kNopeDim;
   if (q_nope.size() % row != 0) {
     throw InvalidInput("q_nope", -1,
-                       "size " + std::to_string(q_nope.size()) + " is not a multiple of H * 128 = " +
-                           std::to_string(row));
+                       "size " + std::to_string(q_nope.size()) +
+                           " is not a multiple of H * 128 = " + std::to_string(row));
   }
   const int64_t tokens = static_cast<int64_t>(q_nope.size() / row);
   std::vector<double> q_lat(static_cast<size_t>(tokens) * heads * kLatentDim);  // [T, H, 512]
@@ -345,7 +346,7 @@ RefResult nonabsorbed_verify(const VerifyParams& p, const std::vector<double>& q
       for (int32_t h = 0; h < H; ++h) {
         Eigen::Map<const RowMat> w(w_vc.data() + static_cast<size_t>(h) * kLatentDim * kVHeadDim,
                                    kLatentDim, kVHeadDim);  // W_vc[h] [512, 128]
-        RowMat v = c * w;  // [K, 128]: row n is W_vc[h]^T c_n
+        RowMat v = c * w;                                   // [K, 128]: row n is W_vc[h]^T c_n
         acc_v.middleRows(static_cast<int64_t>(h) * D, D).noalias() +=
             s.middleRows(static_cast<int64_t>(h) * D, D) * v;
       }

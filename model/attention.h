@@ -24,10 +24,10 @@ enum class LseBase : int32_t {
 };
 
 struct RefResult {
-  int64_t tokens = 0;          // T = qo_indptr[bs]: every row of the metadata, padded rows too
-  int32_t heads = 0;           // H
-  std::vector<double> o_lat;   // [T, H, 512] softmax-weighted latent; zeros for a fully masked row
-  std::vector<double> lse;     // [T, H] log-sum-exp of the scaled scores; -inf if fully masked
+  int64_t tokens = 0;         // T = qo_indptr[bs]: every row of the metadata, padded rows too
+  int32_t heads = 0;          // H
+  std::vector<double> o_lat;  // [T, H, 512] softmax-weighted latent; zeros for a fully masked row
+  std::vector<double> lse;    // [T, H] log-sum-exp of the scaled scores; -inf if fully masked
 
   double o(int64_t token, int32_t head, int32_t k) const {
     return o_lat[(static_cast<size_t>(token) * heads + head) * kLatentDim + k];

@@ -11,12 +11,12 @@ namespace mlaverify::model {
 
 struct MlaConfig {
   std::string name;
-  int32_t heads = 0;           // query heads at TP1
-  int32_t qk_nope_dim = 0;     // per-head non-rotary query/key width (128)
-  int32_t v_head_dim = 0;      // per-head value width after W_vc (128)
-  int32_t rope_dim = 0;        // rotary width (64)
-  double rope_factor = 1.0;    // YaRN scaling factor; <= 1 means no scaling
-  double mscale_all_dim = 0.0; // YaRN mscale_all_dim
+  int32_t heads = 0;            // query heads at TP1
+  int32_t qk_nope_dim = 0;      // per-head non-rotary query/key width (128)
+  int32_t v_head_dim = 0;       // per-head value width after W_vc (128)
+  int32_t rope_dim = 0;         // rotary width (64)
+  double rope_factor = 1.0;     // YaRN scaling factor; <= 1 means no scaling
+  double mscale_all_dim = 0.0;  // YaRN mscale_all_dim
 
   // (qk_nope + rope)^-0.5 * mscale^2 with mscale = 0.1 * mscale_all_dim * ln(factor) + 1 when
   // factor > 1, else 1. The base is the non-absorbed head width (192): absorption rewrites the

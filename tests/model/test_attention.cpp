@@ -109,7 +109,7 @@ struct StoreOptions {
   int64_t q_head_pad = 0;     // poisoned elements after each q head row
   DraftKvSource draft = DraftKvSource::ExtendRows;
   DType o_dtype = DType::F32;
-  int64_t o_head_pad = 0;     // sentinel elements after each o head row (must stay untouched)
+  int64_t o_head_pad = 0;  // sentinel elements after each o head row (must stay untouched)
   uint64_t slot_seed = 7;
 };
 
@@ -130,9 +130,15 @@ class Stored {
     }
     pool_slots_ = total_keys + 4;  // slot 0 and three more are never named: poisoned
     switch (opt.pool) {
-      case PoolForm::LatentFirst: layout_ = KvLayout::latent_first(); break;
-      case PoolForm::Padded640: layout_ = KvLayout::latent_first(640); break;
-      case PoolForm::RopeFirst: layout_ = KvLayout::rope_first(); break;
+      case PoolForm::LatentFirst:
+        layout_ = KvLayout::latent_first();
+        break;
+      case PoolForm::Padded640:
+        layout_ = KvLayout::latent_first(640);
+        break;
+      case PoolForm::RopeFirst:
+        layout_ = KvLayout::rope_first();
+        break;
       case PoolForm::Split:
         // FlashInfer-style separate views with odd offsets and strides: ckv [slots, 520] from
         // element 8, then kpe [slots, 67] after it.
@@ -197,8 +203,9 @@ class Stored {
     }
     o_head_stride_ = kLatentDim + opt.o_head_pad;
     // Sentinel 0x5a5a...: finite in both dtypes, and no value the model writes.
-    o_ = std::vector<uint32_t>((std::max<int64_t>(T, 1) * H * o_head_stride_ *
-                                dtype_bytes(opt.o_dtype) + 3) / 4, 0x5a5a5a5au);
+    o_ = std::vector<uint32_t>(
+        (std::max<int64_t>(T, 1) * H * o_head_stride_ * dtype_bytes(opt.o_dtype) + 3) / 4,
+        0x5a5a5a5au);
     lse_.assign(std::max<int64_t>(T, 1) * H, std::numeric_limits<float>::quiet_NaN());
   }
   Stored(const Stored&) = delete;
@@ -284,11 +291,11 @@ class Stored {
 struct PlainRow {
   std::vector<double> o;  // [512]
   double lse = -kInf;
-  double score_mag = 0;   // max over visible keys of sm_scale * sum_k |q_k key_k|
-  int64_t keys = 0;       // N, keys in the list
+  double score_mag = 0;  // max over visible keys of sm_scale * sum_k |q_k key_k|
+  int64_t keys = 0;      // N, keys in the list
 };
 
-PlainRow plain_attention(const double* q,                       // [576] latent-first
+PlainRow plain_attention(const double* q,                         // [576] latent-first
                          const std::vector<const double*>& keys,  // N x [576] latent-first
                          const std::vector<bool>& visible, double sm_scale) {
   PlainRow out;
@@ -456,8 +463,8 @@ TEST(Attention, ChainEqualsBottomRightCausal) {
   // A chain of D draft nodes is causal attention over the P + D keys with the bottom-right rule:
   // query i sees key j iff j <= P + i. P = 300 crosses the model's 256-key chunk edge; P = 0 and
   // P = 1 are the edge cases of SPEC §7 class 8.
-  Logical L = random_logical({{chain_parents(4), 300}, {chain_parents(1), 0}, {chain_parents(5), 1}},
-                             2, 11);
+  Logical L = random_logical(
+      {{chain_parents(4), 300}, {chain_parents(1), 0}, {chain_parents(5), 1}}, 2, 11);
   L.sm_scale = static_cast<float>(0.1352338);
   Stored st(L, {});
   RefResult r = reference_verify(st.params());
@@ -595,9 +602,9 @@ TEST(Attention, ScoresAreMaskedWhereTheTreeHides) {
 TEST(Attention, AbsorbedEqualsNonAbsorbed) {
   const int32_t H = 2;
   std::mt19937_64 rng(21);
-  Logical L = random_logical({{random_parents(rng, 5), 7}, {random_parents(rng, 3), 0},
-                              {chain_parents(2), 40}},
-                             H, 22, 0.5);
+  Logical L = random_logical(
+      {{random_parents(rng, 5), 7}, {random_parents(rng, 3), 0}, {chain_parents(2), 40}}, H, 22,
+      0.5);
   L.sm_scale = static_cast<float>(0.1352338);
   const int64_t T = L.tokens();
   // Dyadic q_nope (multiples of 1/8 in [-1, 1]) and W_kc (multiples of 1/16 in [-1/2, 1/2]) make
@@ -680,7 +687,8 @@ TEST(Attention, AbsorbedEqualsNonAbsorbed) {
     // Outputs and lse, by the softmax bounds above (tol_o, tol_lse) with eps_s = eps_max.
     double max_c = 0;
     for (int64_t n = 0; n < N; ++n) {
-      for (int k = 0; k < kLatentDim; ++k) max_c = std::max(max_c, std::fabs(keys[n * kRowDim + k]));
+      for (int k = 0; k < kLatentDim; ++k)
+        max_c = std::max(max_c, std::fabs(keys[n * kRowDim + k]));
     }
     // o_full against o_lat @ W_vc[h]: the same real number sum_n sum_k p_n c_nk W_kj / l summed
     // in two orders from the same p_n; each side within (2 gamma_N + gamma_512 + 4u) of
@@ -712,7 +720,8 @@ TEST(Attention, AbsorbedEqualsNonAbsorbed) {
           for (int k = 0; k < kLatentDim; ++k) {
             want += non.o(token, h, k) * w_vc[(h * kLatentDim + k) * kVHeadDim + j];
           }
-          ASSERT_NEAR(o_full[(token * H + h) * kVHeadDim + j], want, tf) << i << " " << t << " " << j;
+          ASSERT_NEAR(o_full[(token * H + h) * kVHeadDim + j], want, tf)
+              << i << " " << t << " " << j;
         }
         // Measured on these seeds: scores, o_lat and lse agree exactly (the dyadic q_nope and
         // W_kc times bf16 c leave every partial sum exact in double), and o_full is within
@@ -730,16 +739,16 @@ TEST(Attention, AbsorbedEqualsNonAbsorbed) {
 
 TEST(Attention, EveryLayoutAndDraftSourceGivesIdenticalOutputs) {
   std::mt19937_64 rng(31);
-  Logical L = random_logical({{random_parents(rng, 6), 70}, {random_parents(rng, 2), 1},
-                              {random_parents(rng, 4), 0}},
-                             2, 32);
+  Logical L = random_logical(
+      {{random_parents(rng, 6), 70}, {random_parents(rng, 2), 1}, {random_parents(rng, 4), 0}}, 2,
+      32);
   Stored base_st(L, {});
   RefResult base = reference_verify(base_st.params());
   for (double v : base.o_lat) ASSERT_TRUE(std::isfinite(v));  // no poisoned slot was read
   // The model reads each stored value into the same double and runs the same operations in the
   // same order whatever the addressing, so the results must be identical, not merely close.
-  for (PoolForm form : {PoolForm::LatentFirst, PoolForm::Padded640, PoolForm::Split,
-                        PoolForm::RopeFirst}) {
+  for (PoolForm form :
+       {PoolForm::LatentFirst, PoolForm::Padded640, PoolForm::Split, PoolForm::RopeFirst}) {
     for (DraftKvSource src : {DraftKvSource::ExtendRows, DraftKvSource::CacheSlots}) {
       for (DType kv : {DType::BF16, DType::F32}) {
         for (bool q_rope_first : {false, true}) {
@@ -753,10 +762,9 @@ TEST(Attention, EveryLayoutAndDraftSourceGivesIdenticalOutputs) {
           opt.slot_seed = 100 + static_cast<uint64_t>(form);
           Stored st(L, opt);
           RefResult r = reference_verify(st.params());
-          SCOPED_TRACE(::testing::Message() << "form " << static_cast<int>(form) << " source "
-                                            << static_cast<int>(src) << " kv "
-                                            << static_cast<int>(kv) << " q_rope_first "
-                                            << q_rope_first);
+          SCOPED_TRACE(::testing::Message()
+                       << "form " << static_cast<int>(form) << " source " << static_cast<int>(src)
+                       << " kv " << static_cast<int>(kv) << " q_rope_first " << q_rope_first);
           EXPECT_EQ(r.o_lat, base.o_lat);
           EXPECT_EQ(r.lse, base.lse);
         }

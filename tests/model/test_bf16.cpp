@@ -89,7 +89,8 @@ TEST(Bf16, TiesRoundToEven) {
 TEST(Bf16, NanStaysNan) {
   // Signalling NaNs whose payload lies only in the low 16 bits would truncate to Inf (0x7f80);
   // the quiet bit keeps them NaN, with the sign.
-  for (uint32_t u : {0x7f800001u, 0x7f80ffffu, 0x7fc00000u, 0x7fffffffu, 0xff800001u, 0xffc00000u}) {
+  for (uint32_t u :
+       {0x7f800001u, 0x7f80ffffu, 0x7fc00000u, 0x7fffffffu, 0xff800001u, 0xffc00000u}) {
     float f = from_bits(u);
     ASSERT_TRUE(std::isnan(f));
     uint16_t b = bf(f);
@@ -185,7 +186,7 @@ TEST(Bf16, DoubleRoundingWouldDifferButStoreDoesNot) {
   // tie, which ties-to-even sends to 1 (0x3f80). Converting through float would be wrong here.
   double v = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30);
   EXPECT_EQ(bf(static_cast<float>(v)), 0x3f80);  // the double rounding
-  EXPECT_EQ(double_to_bf16(v).bits, 0x3f81);      // one rounding
+  EXPECT_EQ(double_to_bf16(v).bits, 0x3f81);     // one rounding
   EXPECT_EQ(nearest_ref()(v), 0x3f81);
   // Just below the midpoint the same trap points the other way for an odd lower neighbour:
   // 1 + 3 * 2^-8 - 2^-30 is nearer 0x3f81, but float() makes it the tie that goes to 0x3f82.
@@ -212,8 +213,8 @@ TEST(Bf16, DoubleToBf16IsNearestEven) {
     if (rng() & 1) v = -v;
     ASSERT_EQ(double_to_bf16(v).bits, ref(v)) << v;
     // A raw random double with its exponent inside or just outside the float range.
-    uint64_t bits = (rng() & 0x800fffffffffffffull) |
-                    (static_cast<uint64_t>(1023 + exp_dist(rng)) << 52);
+    uint64_t bits =
+        (rng() & 0x800fffffffffffffull) | (static_cast<uint64_t>(1023 + exp_dist(rng)) << 52);
     double r;
     std::memcpy(&r, &bits, sizeof r);
     ASSERT_EQ(double_to_bf16(r).bits, ref(r)) << r;
