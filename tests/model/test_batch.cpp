@@ -323,8 +323,9 @@ TEST(VerifyBatch, ExtendRowsEqualDraftSlots) {
 // q and kv values are N(0, scale^2) rounded to bf16. Bounds (6 sigma, so a correct generator
 // fails with probability < 1e-8): the table is itself a sample of 65536 normals, so its mean is
 // off by sd 1/sqrt(65536) and its variance by sd sqrt(2/65536); drawing n values from it adds
-// 1/sqrt(n) and sqrt(2/n). bf16 rounding scales each value by (1 +- 2^-9), moving the standard
-// deviation by at most 2^-9 relative. A wrong scale (e.g. scale^2, or none) lands far outside.
+// 1/sqrt(n) and sqrt(2/n). bf16 rounding (8 significant bits, round to nearest: unit roundoff
+// u = 2^-8) scales each value by (1 + d), |d| <= 2^-8, moving the standard deviation by at most
+// 2^-8 relative. A wrong scale (e.g. scale^2, or none) lands far outside.
 TEST(VerifyBatch, ValuesHaveTheRequestedScale) {
   for (double scale : {1.0, 0.1}) {
     BatchSpec s = small_spec(8);
@@ -342,7 +343,7 @@ TEST(VerifyBatch, ValuesHaveTheRequestedScale) {
     const double sd = std::sqrt(sum2 / n - mean * mean);
     const double mean_tol = 6.0 * std::sqrt(1.0 / 65536 + 1.0 / n) * scale;
     // Relative sd error: half the relative variance error, plus the bf16 term.
-    const double sd_tol = 6.0 * 0.5 * std::sqrt(2.0 / 65536 + 2.0 / n) + std::ldexp(1.0, -9);
+    const double sd_tol = 6.0 * 0.5 * std::sqrt(2.0 / 65536 + 2.0 / n) + std::ldexp(1.0, -8);
     EXPECT_LT(std::abs(mean), mean_tol) << "scale " << scale;
     EXPECT_LT(std::abs(sd / scale - 1.0), sd_tol) << "scale " << scale << " sd " << sd;
     // Every value is a bf16 and finite.
