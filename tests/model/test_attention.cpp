@@ -14,6 +14,7 @@
 #include "mlaverify/types.h"
 #include "mlaverify/verify_params.h"
 #include "model/attention.h"
+#include "model/batch.h"
 #include "model/model_backend.h"
 #include "model/storage.h"
 
@@ -791,6 +792,33 @@ TEST(Attention, LatentFirstPoolReadAsRopeFirstDiffers) {
     norm += good.o_lat[k] * good.o_lat[k];
   }
   EXPECT_GT(std::sqrt(diff / norm), 0.1);
+}
+
+TEST(Attention, GraphPaddingChangesNoRealRowBit) {
+  // SPEC §3: CUDA-graph padding appends rows (P = 1, slot 0, stale garbage mask bytes) that must
+  // not change a real row's output by a single bit. The builder (model/batch.h) holds the same
+  // logical data for the real requests whatever the padding, so the real rows must be identical.
+  std::mt19937_64 rng(91);
+  BatchSpec spec;
+  spec.num_heads = 4;
+  spec.seed = 92;
+  spec.requests = {{DraftTree::from_parents(random_parents(rng, 6)), 40},
+                   {DraftTree::chain(3), 0},
+                   {DraftTree::from_parents(random_parents(rng, 5)), 1}};
+  VerifyBatch plain = VerifyBatch::build(spec);
+  spec.graph_padded_bs = 8;
+  VerifyBatch padded = VerifyBatch::build(spec);
+  ASSERT_EQ(padded.batch_size(), 8);
+  RefResult a = reference_verify(plain.params());
+  RefResult b = reference_verify(padded.params());
+  const int64_t real = plain.real_tokens();
+  ASSERT_EQ(padded.real_tokens(), real);
+  ASSERT_GT(b.tokens, real);
+  const size_t n_o = static_cast<size_t>(real) * spec.num_heads * kLatentDim;
+  const size_t n_l = static_cast<size_t>(real) * spec.num_heads;
+  EXPECT_TRUE(std::equal(a.o_lat.begin(), a.o_lat.begin() + n_o, b.o_lat.begin()));
+  EXPECT_TRUE(std::equal(a.lse.begin(), a.lse.begin() + n_l, b.lse.begin()));
+  for (size_t k = 0; k < n_o; ++k) ASSERT_TRUE(std::isfinite(a.o_lat[k]));
 }
 
 // ---------------------------------------------------------------------------------------------
