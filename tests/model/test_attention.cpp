@@ -353,8 +353,9 @@ double max_abs(const std::vector<double>& v) {
   return m;
 }
 
-// Compares reference_verify on a stored batch with plain loops over each request's logical keys,
-// the draft block given by `visible(request, t, j)`.
+// Compares reference_verify on a stored batch with plain loops over each request's logical keys:
+// `visible(request, t, n)` says whether draft query t sees key n of the [P + D] key list.
+
 template <class Visible>
 void expect_matches_plain(const Logical& L, const RefResult& r, Visible&& visible) {
   ASSERT_EQ(r.tokens, L.tokens());
@@ -367,7 +368,7 @@ void expect_matches_plain(const Logical& L, const RefResult& r, Visible&& visibl
     double max_c = max_abs(L.keys[i]);
     for (int32_t t = 0; t < D; ++t) {
       std::vector<bool> vis(P + D);
-      for (int64_t n = 0; n < P + D; ++n) vis[n] = n < P || visible(i, t, n - P);
+      for (int64_t n = 0; n < P + D; ++n) vis[n] = visible(i, t, n);
       const int64_t token = L.q_begin(i) + t;
       for (int32_t h = 0; h < L.heads; ++h) {
         const double* q = &L.q[(static_cast<size_t>(token) * L.heads + h) * kRowDim];
@@ -469,9 +470,8 @@ TEST(Attention, ChainEqualsBottomRightCausal) {
   L.sm_scale = static_cast<float>(0.1352338);
   Stored st(L, {});
   RefResult r = reference_verify(st.params());
-  expect_matches_plain(L, r, [&](size_t i, int32_t t, int64_t j) {
-    int64_t P = L.reqs[i].prefix_len;
-    return P + j <= P + t;  // key index P + j against the bottom-right rule j' <= P + i
+  expect_matches_plain(L, r, [&](size_t i, int32_t t, int64_t n) {
+    return n <= L.reqs[i].prefix_len + t;  // key n of the [P + D] list: n <= P + i
   });
 }
 
@@ -487,8 +487,9 @@ TEST(Attention, RandomTreesMatchPlainLoops) {
   opt.draft = DraftKvSource::CacheSlots;
   Stored st(L, opt);
   RefResult r = reference_verify(st.params());
-  expect_matches_plain(L, r, [&](size_t i, int32_t t, int64_t j) {
-    return tree_visible(L.reqs[i].parents, t, static_cast<int32_t>(j));
+  expect_matches_plain(L, r, [&](size_t i, int32_t t, int64_t n) {
+    const int64_t P = L.reqs[i].prefix_len;
+    return n < P || tree_visible(L.reqs[i].parents, t, static_cast<int32_t>(n - P));
   });
 }
 
@@ -506,9 +507,10 @@ TEST(Attention, FullyMaskedRowIsZeroWithLseMinusInf) {
     EXPECT_EQ(r.lse_at(1, h), -kInf);
     for (int k = 0; k < kLatentDim; ++k) ASSERT_EQ(r.o(1, h, k), 0.0);
   }
-  expect_matches_plain(L, r, [&](size_t i, int32_t t, int64_t j) {
-    if (i == 0 && t == 1) return false;
-    return tree_visible(L.reqs[i].parents, t, static_cast<int32_t>(j));
+  expect_matches_plain(L, r, [&](size_t i, int32_t t, int64_t n) {
+    if (i == 0 && t == 1) return false;  // P = 0 there: no key at all
+    const int64_t P = L.reqs[i].prefix_len;
+    return n < P || tree_visible(L.reqs[i].parents, t, static_cast<int32_t>(n - P));
   });
   // Base 2 keeps -inf, and the backend writes zeros and -inf (not NaN) into the outputs.
   EXPECT_EQ(reference_verify(p, LseBase::Base2).lse_at(1, 0), -kInf);
