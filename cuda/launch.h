@@ -19,12 +19,10 @@ struct PartialArgs {
 
 // Raise the dynamic shared-memory limit of the partial kernel (host call; before capture).
 void prepare_partial_stages2();
-void prepare_partial_stages6();   // these two are defined only where
-void prepare_partial_stages12();  // CMAKE_CUDA_ARCHITECTURES holds 90
+void prepare_partial_stages6();  // defined only where CMAKE_CUDA_ARCHITECTURES holds 90
 // Enqueue the partial kernel, grid (row tiles, num_splits + 1, batch_size).
 void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream);
 void launch_partial_stages6(const PartialArgs& args, CUstream_st* stream);
-void launch_partial_stages12(const PartialArgs& args, CUstream_st* stream);
 // Enqueue the merge kernel, grid max_total_q * H.
 void launch_merge(const PartialArgs& args, CUstream_st* stream);
 

@@ -20,10 +20,12 @@ namespace mlaverify::cuda {
 int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_draft,
                            int64_t typical_prefix_len, int sm_count) {
   const int64_t blocks_per_split = std::max<int64_t>(1, batch_size * row_tiles(max_draft, num_heads));
-  // One block per SM fits (232 registers x 256 threads): one wave of prefix blocks. Measured on
-  // the H200 (cuda/NOTES.md v1 sweep) this was within a few % of the best split for all six
-  // SPEC §8 workloads, where two waves' worth lost 5-25% to the tail.
-  int64_t splits = ceil_div(static_cast<int64_t>(std::max(sm_count, 1)), blocks_per_split);
+  // One block per SM fits (~240 registers x 256 threads): one wave of prefix blocks. On the H200
+  // (cuda/NOTES.md v1 sweep) this picks the measured best split for all six SPEC §8 workloads;
+  // one more split spills into a second wave and lost 5-45% to the tail.
+  // Draft blocks (one per row tile) are short and fill in as prefix blocks finish, so only the
+  // prefix blocks are fitted: the most splits whose blocks still fit one wave.
+  int64_t splits = std::max<int64_t>(1, std::max(sm_count, 1) / blocks_per_split);
   // A split shorter than 4 tiles costs a partial write and read for little prefix work.
   const int64_t max_by_len = std::max<int64_t>(1, ceil_div(typical_prefix_len, kKvTile) / 4);
   splits = std::clamp<int64_t>(splits, 1, std::min<int64_t>(max_by_len, kMaxSplits));
@@ -50,12 +52,12 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   // The deep variants are compiled for sm_90 only; every other device runs the sm_120-sized one.
-  // MLAV_CUDA_STAGES (6 or 12) overrides the Hopper choice, for the benchmark's comparisons; it is
-  // read here, once per initialize, never per launch.
+  // MLAV_CUDA_STAGES=2 runs the sm_120-sized variant on Hopper too, so the benchmark can show what
+  // the 2-stage pipeline costs; read here, once per initialize, never per launch.
 #ifdef MLAV_HAVE_SM90_VARIANT
   int want = kStagesSm90;
   if (const char* env = std::getenv("MLAV_CUDA_STAGES")) want = std::atoi(env);
-  if (want != 6 && want != 12 && want != kStagesSm120) want = kStagesSm90;
+  if (want != kStagesSm90 && want != kStagesSm120) want = kStagesSm90;
   const bool hopper = major == 9 && minor == 0;
   stages_ = hopper && optin >= partial_smem_bytes(want) ? want : kStagesSm120;
 #else
@@ -66,8 +68,7 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
                       " bytes of shared memory per block, the kernel needs " +
                       std::to_string(partial_smem_bytes(stages_)));
 #ifdef MLAV_HAVE_SM90_VARIANT
-  if (stages_ == 12) detail::prepare_partial_stages12();
-  else if (stages_ == 6) detail::prepare_partial_stages6();
+  if (stages_ == kStagesSm90) detail::prepare_partial_stages6();
   else detail::prepare_partial_stages2();
 #else
   detail::prepare_partial_stages2();
@@ -86,8 +87,7 @@ void VerifyKernel::run() {
   const size_t rows = static_cast<size_t>(params_.max_total_q) * params_.num_heads;
   args.ws_lse = args.ws_o + static_cast<size_t>(num_partials(params_.num_splits)) * rows * kLatentDim;
 #ifdef MLAV_HAVE_SM90_VARIANT
-  if (stages_ == 12) detail::launch_partial_stages12(args, stream_);
-  else if (stages_ == 6) detail::launch_partial_stages6(args, stream_);
+  if (stages_ == kStagesSm90) detail::launch_partial_stages6(args, stream_);
   else detail::launch_partial_stages2(args, stream_);
 #else
   detail::launch_partial_stages2(args, stream_);

@@ -39,6 +39,15 @@ constexpr int kPElems = kRows * kKvTile;      // [64, 64] bf16
 constexpr int kChunkElems = kKvTile * kChunk;  // [64, 64] bf16
 
 
+// Calls f.template operator()<I>() for I = kBegin .. kEnd - 1, unrolled at compile time.
+template <int kBegin, int kEnd, class F>
+__device__ __forceinline__ void static_for(F&& f) {
+  if constexpr (kBegin < kEnd) {
+    f.template operator()<kBegin>();
+    static_for<kBegin + 1, kEnd>(f);
+  }
+}
+
 // ---- small PTX wrappers ----------------------------------------------------------------------
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -177,76 +186,64 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   }
 
   // ---- chunk loader: thread owns keys (tid / 8) and (tid / 8 + 32), 16-byte unit tid % 8 ----
+  // The 17 chunk steps of a tile are unrolled at compile time (static_for below), so which part
+  // of the row a chunk holds, when the loader crosses into the next tile and every shared-memory
+  // offset are constants: per chunk the loader does two adds and two cp.async, no branches.
   const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);
-  const __nv_bfloat16* lat_ptr[2] = {pool, pool};   // this thread's keys' latent rows
-  const __nv_bfloat16* rope_ptr[2] = {pool, pool};  // and their k_pe
-  bool key_ok[2] = {false, false};
-  int loader_tile = -1;
   const int ld_key = tid >> 3, ld_unit = tid & 7;
-  const int total_chunks = num_tiles * kChunksPerTile;
-  // Slot ids come from kv_indices: one tile ahead, so the dependent index load is in flight
-  // while the current tile streams instead of stalling the block at every tile boundary.
   const bool slots_from_indices = !(is_draft && p.draft_source == DraftKvSource::ExtendRows);
   const int64_t index_base = e.kv_begin + (is_draft ? e.prefix_len : 0);
+  // Slot ids one tile ahead, so the dependent index load is in flight while a tile streams.
   auto load_slot = [&](int tile, int k) -> int64_t {
     const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 32 * k;
-    return key < key_end ? p.kv_indices[index_base + key] : 0;
+    return (tile < num_tiles && key < key_end) ? p.kv_indices[index_base + key] : 0;
   };
   int64_t next_slot[2] = {0, 0};
-  if (slots_from_indices && num_tiles > 0) {
+  if (slots_from_indices) {
     next_slot[0] = load_slot(0, 0);
     next_slot[1] = load_slot(0, 1);
   }
-
-  auto issue_chunk = [&](int g) {
-    if (g < total_chunks) {
-      const int tile = g / kChunksPerTile, part = g % kChunksPerTile;
-      if (tile != loader_tile) {
-        loader_tile = tile;
+  const __nv_bfloat16* lat_src[2] = {pool, pool};   // this thread's 16 bytes of c, per key
+  const __nv_bfloat16* rope_src[2] = {pool, pool};  // and of k_pe
+  int src_bytes[2] = {0, 0};                          // 16, or 0: zero-fill past key_end
+  auto loader_enter_tile = [&](int tile) {
 #pragma unroll
-        for (int k = 0; k < 2; ++k) {
-          const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 32 * k;
-          key_ok[k] = key < key_end;
-          if (!slots_from_indices) {
-            if (!key_ok[k]) continue;
-            const __nv_bfloat16* row = static_cast<const __nv_bfloat16*>(p.k_extend) +
-                                       (e.q_begin + key) * p.k_extend_stride;
-            lat_ptr[k] = row;  // k_extend rows are latent-first
-            rope_ptr[k] = row + kLatentDim;
-          } else {
-            // Prefix keys are the first P_i entries; CacheSlots draft keys follow them.
-            const int64_t slot = next_slot[k];
-            lat_ptr[k] = pool + p.kv_layout.latent_index(slot);
-            rope_ptr[k] = pool + p.kv_layout.rope_index(slot);
-            next_slot[k] = tile + 1 < num_tiles ? load_slot(tile + 1, k) : 0;
-          }
-        }
-      }
-      __nv_bfloat16* buf = kv_s + (g % kStages) * kChunkElems;
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        const int key = ld_key + 32 * k;
-        const __nv_bfloat16* src =
-            part == kKChunks - 1 ? rope_ptr[k] + ld_unit * 8
-            : part < kKChunks    ? lat_ptr[k] + part * kChunk + ld_unit * 8
-                                 : lat_ptr[k] + (part - kKChunks) * kChunk + ld_unit * 8;
-        cp_async16(smem_addr(buf + key * kChunk + swz(key, ld_unit) * 8), key_ok[k] ? src : pool,
-                   key_ok[k] ? 16 : 0);
+    for (int k = 0; k < 2; ++k) {
+      const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 32 * k;
+      const bool ok = tile < num_tiles && key < key_end;
+      src_bytes[k] = ok ? 16 : 0;
+      if (!ok) {
+        lat_src[k] = rope_src[k] = pool;  // never read (src-size 0), but a valid address
+      } else if (!slots_from_indices) {
+        const __nv_bfloat16* row =
+            static_cast<const __nv_bfloat16*>(p.k_extend) + (e.q_begin + key) * p.k_extend_stride;
+        lat_src[k] = row + ld_unit * 8;  // k_extend rows are latent-first
+        rope_src[k] = row + kLatentDim + ld_unit * 8;
+      } else {
+        // Prefix keys are the first P_i entries; CacheSlots draft keys follow them.
+        lat_src[k] = pool + p.kv_layout.latent_index(next_slot[k]) + ld_unit * 8;
+        rope_src[k] = pool + p.kv_layout.rope_index(next_slot[k]) + ld_unit * 8;
       }
     }
-    cp_async_commit();  // an empty group past the end keeps wait_group counting uniform
+    if (slots_from_indices) {
+      next_slot[0] = load_slot(tile + 1, 0);
+      next_slot[1] = load_slot(tile + 1, 1);
+    }
   };
-
-  // Pipeline step g: chunk g has landed in every thread's view, and chunk g - 1's buffer (which
-  // chunk g + kStages - 1 reuses) is no longer read by anyone.
-  auto pipeline_step = [&](int g) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();
-    issue_chunk(g + kStages - 1);
+  const uint32_t kv_base = smem_addr(kv_s);
+  // Destination of this thread's 16 bytes in a chunk buffer (swizzled; key & 7 == ld_key & 7).
+  const uint32_t ld_dst0 = (ld_key * kChunk + ((ld_unit ^ (ld_key & 7)) * 8)) * 2;
+  const uint32_t ld_dst1 = ld_dst0 + 32 * kChunk * 2;
+  // Issues the chunk holding part `kPart` of the current loader tile into buffer `buf`.
+  auto issue_part = [&]<int kPart>(uint32_t buf) {
+    const int off = kPart < kKChunks - 1 ? kPart * kChunk
+                    : kPart == kKChunks - 1 ? 0
+                                            : (kPart - kKChunks) * kChunk;
+    const __nv_bfloat16* s0 = (kPart == kKChunks - 1 ? rope_src[0] : lat_src[0]) + off;
+    const __nv_bfloat16* s1 = (kPart == kKChunks - 1 ? rope_src[1] : lat_src[1]) + off;
+    cp_async16(buf + ld_dst0, s0, src_bytes[0]);
+    cp_async16(buf + ld_dst1, s1, src_bytes[1]);
   };
-
-#pragma unroll 1
-  for (int g = 0; g < kStages - 1; ++g) issue_chunk(g);
 
   // ---- per-row softmax state: this thread holds rows lane/4 and lane/4 + 8 of its row group ----
   float m_run[2] = {-INFINITY, -INFINITY};
@@ -259,12 +256,48 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 #pragma unroll
       for (int f = 0; f < 4; ++f) acc[c][n][f] = 0.f;
 
-  const int frag_row = lane >> 2;          // C fragment row within the 16-row group (and +8)
-  const int frag_col = (lane & 3) * 2;     // C fragment column pair within an n8 tile
+  const int frag_row = lane >> 2;           // C fragment row within the 16-row group (and +8)
+  const int frag_col = (lane & 3) * 2;      // C fragment column pair within an n8 tile
   const int mi = lane >> 3, mr = lane & 7;  // ldmatrix: which 8x8 matrix, which of its rows
-  const int a_row = rg * 16 + (lane & 15);  // A operand row this lane addresses
+  const int a_row = rg * 16 + (lane & 15);  // A operand row this lane addresses (a_row & 7 == mr)
+  // Per-lane ldmatrix byte offsets; the swizzle of a compile-time unit needs only unit ^ (row & 7).
+  uint32_t xa[4], xb[4], xv[2];
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    xa[ks] = ((ks * 2 + (lane >> 4)) ^ mr) * 16;
+    xb[ks] = ((ks * 2 + (mi & 1)) ^ mr) * 16;
+  }
+#pragma unroll
+  for (int pair = 0; pair < 2; ++pair) xv[pair] = ((half * 4 + pair * 2 + (mi >> 1)) ^ mr) * 16;
+  const uint32_t q_lane = smem_addr(q_s) + a_row * kRowDim * 2;
+  const uint32_t p_lane = smem_addr(p_s) + a_row * kKvTile * 2;
+  const uint32_t kb_lane = (half * 32 + (mi >> 1) * 8 + mr) * kChunk * 2;  // K chunk rows (keys)
+  const uint32_t vb_lane = ((mi & 1) * 8 + mr) * kChunk * 2;               // V chunk rows (keys)
 
   const float sm_scale = p.sm_scale;
+
+  // Ring of kStages chunk buffers: chunk g lives in buffer g % kStages. rd is the buffer computed
+  // now; the one issued now is rd - 1 (mod kStages), freed by the previous step.
+  int rd = 0;
+  loader_enter_tile(0);
+  static_for<0, kStages - 1>([&]<int kP>() { issue_part.template operator()<kP>(kv_base + kP * kChunkElems * 2); cp_async_commit(); });
+  static_assert(kStages - 1 < kChunksPerTile, "the prologue stays inside tile 0");
+
+  // One pipeline step for part kPart of the current tile: wait for its chunk, then issue the chunk
+  // kStages - 1 ahead (entering the next tile at a compile-time known part).
+  auto step = [&]<int kPart>(int tile) -> uint32_t {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();
+    constexpr int ahead = kPart + kStages - 1;
+    constexpr int ahead_part = ahead % kChunksPerTile;
+    if constexpr (ahead_part == 0) loader_enter_tile(tile + ahead / kChunksPerTile);
+    const int wr = rd == 0 ? kStages - 1 : rd - 1;
+    issue_part.template operator()<ahead_part>(kv_base + wr * kChunkElems * 2);
+    cp_async_commit();
+    const uint32_t buf = kv_base + rd * kChunkElems * 2;
+    rd = rd + 1 == kStages ? 0 : rd + 1;
+    return buf;
+  };
 
 #pragma unroll 1
   for (int tile = 0; tile < num_tiles; ++tile) {
@@ -274,9 +307,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     // tile_key0 + k. Written here, read after the S pass (at least 9 barriers later).
     if (is_draft && tid < kRows) {
       uint64_t bits = 0;
-      int64_t row = row0 + tid;
+      const int64_t row = row0 + tid;
       if (row < valid_rows) {
-        int32_t t = static_cast<int32_t>(row / H);
+        const int32_t t = static_cast<int32_t>(row / H);
         for (int k = 0; k < kKvTile && tile_key0 + k < key_end; ++k)
           if (mask_bit(p, req, e, t, static_cast<int32_t>(tile_key0 + k))) bits |= 1ull << k;
       }
@@ -290,29 +323,32 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 #pragma unroll
       for (int f = 0; f < 4; ++f) s_acc[n][f] = 0.f;
 
-#pragma unroll 1
-    for (int part = 0; part < kKChunks; ++part) {
-      const int g = tile * kChunksPerTile + part;
-      pipeline_step(g);
-      const __nv_bfloat16* buf = kv_s + (g % kStages) * kChunkElems;
+    static_for<0, kKChunks>([&]<int kPart>() {
+      const uint32_t buf = step.template operator()<kPart>(tile);
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
         uint32_t a[4];
-        ldmatrix_x4(smem_addr(q_s + a_row * kRowDim + swz(a_row, part * 8 + ks * 2 + (lane >> 4)) * 8),
-                    a[0], a[1], a[2], a[3]);
+        ldmatrix_x4(q_lane + kPart * kChunk * 2 + xa[ks], a[0], a[1], a[2], a[3]);
 #pragma unroll
         for (int pair = 0; pair < 2; ++pair) {
-          const int key = half * 32 + pair * 16 + (mi >> 1) * 8 + mr;
           uint32_t b0, b1, b2, b3;
-          ldmatrix_x4(smem_addr(buf + key * kChunk + swz(key, ks * 2 + (mi & 1)) * 8), b0, b1, b2,
-                      b3);
+          ldmatrix_x4(buf + kb_lane + pair * 16 * kChunk * 2 + xb[ks], b0, b1, b2, b3);
           mma_bf16(s_acc[pair * 2], a, b0, b1);
           mma_bf16(s_acc[pair * 2 + 1], a, b2, b3);
         }
       }
-    }
+    });
 
     // ---- online softmax over this 64-key tile (split_plan.h numerics 2) ----
+    // Visible: inside the split (only the last tile is partial) and, in the draft block, the
+    // tree mask. Branch-free: a key limit and a visibility word per row.
+    const int64_t left = key_end - tile_key0;
+    const int key_limit = left < kKvTile ? static_cast<int>(left) : kKvTile;
+    uint64_t vis[2] = {~0ull, ~0ull};
+    if (is_draft) {
+      vis[0] = vis_s[rg * 16 + frag_row];
+      vis[1] = vis_s[rg * 16 + frag_row + 8];
+    }
     float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int n = 0; n < 4; ++n)
@@ -320,8 +356,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       for (int f = 0; f < 4; ++f) {
         const int hr = f >> 1;  // fragments 0,1: row frag_row; 2,3: row frag_row + 8
         const int key_local = half * 32 + n * 8 + frag_col + (f & 1);
-        bool visible = tile_key0 + key_local < key_end;
-        if (is_draft) visible = visible && ((vis_s[rg * 16 + frag_row + 8 * hr] >> key_local) & 1);
+        const bool visible = key_local < key_limit && ((vis[hr] >> key_local) & 1);
         const float s = visible ? s_acc[n][f] * sm_scale : -INFINITY;
         s_acc[n][f] = s;
         tile_max[hr] = fmaxf(tile_max[hr], s);
@@ -384,28 +419,21 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     uint32_t pa[4][4];
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks)
-      ldmatrix_x4(smem_addr(p_s + a_row * kKvTile + swz(a_row, ks * 2 + (lane >> 4)) * 8), pa[ks][0],
-                  pa[ks][1], pa[ks][2], pa[ks][3]);
+      ldmatrix_x4(p_lane + xa[ks], pa[ks][0], pa[ks][1], pa[ks][2], pa[ks][3]);
 
     // ---- O += P V over 8 chunks: this warp's 16 rows x 32 of each chunk's 64 columns ----
+    static_for<0, kVChunks>([&]<int kC>() {
+      const uint32_t buf = step.template operator()<kKChunks + kC>(tile);
 #pragma unroll
-    for (int c = 0; c < kVChunks; ++c) {
-      const int g = tile * kChunksPerTile + kKChunks + c;
-      pipeline_step(g);
-      const __nv_bfloat16* buf = kv_s + (g % kStages) * kChunkElems;
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        const int key = ks * 16 + (mi & 1) * 8 + mr;
+      for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
         for (int pair = 0; pair < 2; ++pair) {
-          const int unit = half * 4 + pair * 2 + (mi >> 1);
           uint32_t b0, b1, b2, b3;
-          ldmatrix_x4_trans(smem_addr(buf + key * kChunk + swz(key, unit) * 8), b0, b1, b2, b3);
-          mma_bf16(acc[c][pair * 2], pa[ks], b0, b1);
-          mma_bf16(acc[c][pair * 2 + 1], pa[ks], b2, b3);
+          ldmatrix_x4_trans(buf + vb_lane + ks * 16 * kChunk * 2 + xv[pair], b0, b1, b2, b3);
+          mma_bf16(acc[kC][pair * 2], pa[ks], b0, b1);
+          mma_bf16(acc[kC][pair * 2 + 1], pa[ks], b2, b3);
         }
-      }
-    }
+    });
   }
   cp_async_wait<0>();
 
