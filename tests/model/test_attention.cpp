@@ -355,7 +355,6 @@ double max_abs(const std::vector<double>& v) {
 
 // Compares reference_verify on a stored batch with plain loops over each request's logical keys:
 // `visible(request, t, n)` says whether draft query t sees key n of the [P + D] key list.
-
 template <class Visible>
 void expect_matches_plain(const Logical& L, const RefResult& r, Visible&& visible) {
   ASSERT_EQ(r.tokens, L.tokens());
