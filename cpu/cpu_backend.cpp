@@ -89,7 +89,7 @@ struct RunContext {
   CpuFault fault;
   std::vector<RequestExtent> extents;                // [bs]
   std::vector<std::vector<uint8_t>> draft_visible;  // [bs][D_i * D_i]: query t sees column j
-  float* workspace;                                  // [num_partials, max_total_q, H, 513]
+  float* workspace;                                  // [num_partials, T, H, 513]
   int64_t tokens;                                    // T = qo_indptr[bs]
 };
 
@@ -104,7 +104,7 @@ struct WorkItem {
 inline float* partial_slot(const RunContext& ctx, int32_t partial, int64_t token, int32_t head) {
   const VerifyParams& p = *ctx.p;
   return ctx.workspace +
-         ((static_cast<int64_t>(partial) * p.max_total_q + token) * p.num_heads + head) *
+         ((static_cast<int64_t>(partial) * ctx.tokens + token) * p.num_heads + head) *
              kPartialStride;
 }
 
@@ -440,7 +440,11 @@ void CpuBackend::run(const VerifyParams& p) {
     ctx.extents[i] = request_extent(p, i);
     ctx.draft_visible[i] = decode_draft_block(p, i, options_.fault);
   }
-  workspace_.resize(workspace_bytes(p) / sizeof(float));
+  // workspace_bytes is what a caller provisions from the static maxima; the CPU itself only
+  // needs the partials of the T = qo_indptr[bs] real rows (a huge max_total_q must not allocate).
+  workspace_.resize(static_cast<size_t>(num_partials(p.num_splits)) *
+                    static_cast<size_t>(ctx.tokens) * static_cast<size_t>(p.num_heads) *
+                    kPartialStride);
   ctx.workspace = workspace_.data();
 
   // Work items in request order; the pool's shared counter balances their uneven sizes.

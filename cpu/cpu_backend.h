@@ -72,7 +72,7 @@ class CpuBackend final : public Backend {
  private:
   CpuOptions options_;
   std::unique_ptr<ThreadPool> pool_;
-  std::vector<float> workspace_;  // [num_partials, max_total_q, H, 513]: o (512) then lse
+  std::vector<float> workspace_;  // [num_partials, T, H, 513]: o (512) then lse
 };
 
 BackendPtr make_cpu_backend(CpuOptions options = {});
