@@ -112,6 +112,7 @@ struct StoreOptions {
   DType o_dtype = DType::F32;
   int64_t o_head_pad = 0;  // sentinel elements after each o head row (must stay untouched)
   uint64_t slot_seed = 7;
+  int64_t spare_rows = 0;  // rows of q, k_extend, o and lse past T (max_total_q = T + spare)
 };
 
 // Raw storage of `elements` elements of dtype d, every byte 0xff first: NaN in bf16 and fp32, so a
@@ -125,6 +126,7 @@ class Stored {
   Stored(const Logical& L, const StoreOptions& opt) : L_(L), opt_(opt) {
     const int32_t H = L.heads;
     const int64_t T = L.tokens();
+    rows_ = std::max<int64_t>(T + opt.spare_rows, 1);
     int64_t total_keys = 0;
     for (size_t i = 0; i < L.reqs.size(); ++i) {
       total_keys += L.reqs[i].prefix_len + static_cast<int64_t>(L.reqs[i].parents.size());
@@ -158,7 +160,7 @@ class Stored {
     size_t next = 0;
 
     ext_stride_ = opt.pool == PoolForm::Padded640 ? 640 : kRowDim;
-    k_extend_ = poisoned(opt.kv_dtype, std::max<int64_t>(T, 1) * ext_stride_);
+    k_extend_ = poisoned(opt.kv_dtype, rows_ * ext_stride_);
     qo_indptr_.push_back(0);
     kv_indptr_.push_back(0);
     mask_indptr_.push_back(0);
@@ -191,7 +193,7 @@ class Stored {
     }
 
     q_head_stride_ = kRowDim + opt.q_head_pad;
-    q_ = poisoned(opt.q_dtype, std::max<int64_t>(T, 1) * H * q_head_stride_);
+    q_ = poisoned(opt.q_dtype, rows_ * H * q_head_stride_);
     for (int64_t t = 0; t < T; ++t) {
       for (int32_t h = 0; h < H; ++h) {
         int64_t base = (t * H + h) * q_head_stride_;
@@ -204,10 +206,9 @@ class Stored {
     }
     o_head_stride_ = kLatentDim + opt.o_head_pad;
     // Sentinel 0x5a5a...: finite in both dtypes, and no value the model writes.
-    o_ = std::vector<uint32_t>(
-        (std::max<int64_t>(T, 1) * H * o_head_stride_ * dtype_bytes(opt.o_dtype) + 3) / 4,
-        0x5a5a5a5au);
-    lse_.assign(std::max<int64_t>(T, 1) * H, std::numeric_limits<float>::quiet_NaN());
+    o_ = std::vector<uint32_t>((rows_ * H * o_head_stride_ * dtype_bytes(opt.o_dtype) + 3) / 4,
+                               0x5a5a5a5au);
+    lse_.assign(rows_ * H, std::numeric_limits<float>::quiet_NaN());
   }
   Stored(const Stored&) = delete;
   Stored& operator=(const Stored&) = delete;
@@ -219,7 +220,7 @@ class Stored {
     int32_t max_d = 1;
     for (const ReqSpec& r : L_.reqs) max_d = std::max<int32_t>(max_d, r.parents.size());
     p.max_draft = max_d;
-    p.max_total_q = std::max<int64_t>(L_.tokens(), 1);
+    p.max_total_q = rows_;
     p.num_splits = 1;
     p.sm_scale = L_.sm_scale;
     p.q = q_.data();
@@ -276,6 +277,7 @@ class Stored {
   StoreOptions opt_;
   KvLayout layout_ = KvLayout::latent_first();
   int64_t pool_slots_ = 0;
+  int64_t rows_ = 1;  // max_total_q
   int64_t ext_stride_ = kRowDim;
   int64_t q_head_stride_ = kRowDim;
   int64_t o_head_stride_ = kLatentDim;
@@ -833,6 +835,7 @@ TEST(ModelBackend, WritesOutputsRoundedOnceWithStrides) {
     StoreOptions opt;
     opt.o_dtype = od;
     opt.o_head_pad = 16;
+    opt.spare_rows = 2;
     Stored st(L, opt);
     VerifyParams p = st.params();
     ModelBackend backend;
@@ -853,15 +856,20 @@ TEST(ModelBackend, WritesOutputsRoundedOnceWithStrides) {
         EXPECT_EQ(st.lse_at(t, h), static_cast<float>(r.lse_at(t, h)));
       }
     }
-    // The 16 padding elements after every head row are untouched (sentinel bytes 0x5a).
+    // The 16 padding elements after every head row, and the two spare token rows past T
+    // (max_total_q = T + 2), are untouched: sentinel bytes 0x5a in o, NaN in lse.
     const uint8_t* raw = reinterpret_cast<const uint8_t*>(st.raw_o().data());
     const int64_t bytes = dtype_bytes(od);
-    for (int64_t row = 0; row < r.tokens * r.heads; ++row) {
-      for (int64_t k = kLatentDim; k < kLatentDim + 16; ++k) {
+    const int64_t head_rows = r.tokens * r.heads;
+    for (int64_t row = 0; row < (r.tokens + 2) * r.heads; ++row) {
+      for (int64_t k = row < head_rows ? kLatentDim : 0; k < kLatentDim + 16; ++k) {
         for (int64_t b = 0; b < bytes; ++b) {
           ASSERT_EQ(raw[(row * (kLatentDim + 16) + k) * bytes + b], 0x5a) << row << " " << k;
         }
       }
+    }
+    for (int64_t t = r.tokens; t < r.tokens + 2; ++t) {
+      for (int32_t h = 0; h < r.heads; ++h) EXPECT_TRUE(std::isnan(st.lse_at(t, h)));
     }
   }
 }
