@@ -109,47 +109,55 @@ void KvPool::check_slot(int64_t slot) const {
   }
 }
 
+// Every layout keeps c (512) and k_pe (64) each contiguous, so a row moves as two memcpy
+// segments: bytes [0, 512 * eb) of the latent-first row go to c, the rest to k_pe.
+void KvPool::store_bytes(int64_t slot, const std::byte* row_bytes) {
+  const size_t eb = static_cast<size_t>(dtype_bytes(dtype_));
+  std::memcpy(storage_.data() + static_cast<size_t>(layout_.latent_index(slot)) * eb, row_bytes,
+              kLatentDim * eb);
+  std::memcpy(storage_.data() + static_cast<size_t>(layout_.rope_index(slot)) * eb,
+              row_bytes + kLatentDim * eb, kRopeDim * eb);
+}
+
+void KvPool::load_bytes(int64_t slot, std::byte* row_bytes) const {
+  const size_t eb = static_cast<size_t>(dtype_bytes(dtype_));
+  std::memcpy(row_bytes, storage_.data() + static_cast<size_t>(layout_.latent_index(slot)) * eb,
+              kLatentDim * eb);
+  std::memcpy(row_bytes + kLatentDim * eb,
+              storage_.data() + static_cast<size_t>(layout_.rope_index(slot)) * eb, kRopeDim * eb);
+}
+
 void KvPool::write_row(int64_t slot, const float* row576) {
   check_slot(slot);
   if (row576 == nullptr) throw InvalidInput("row", -1, "null");
-  const size_t eb = static_cast<size_t>(dtype_bytes(dtype_));
-  for (int k = 0; k < kRowDim; ++k) {
-    std::byte* dst = storage_.data() + static_cast<size_t>(element_index(layout_, slot, k)) * eb;
-    if (dtype_ == DType::BF16) {
-      bf16 v = float_to_bf16(row576[k]);
-      std::memcpy(dst, &v, sizeof v);
-    } else {
-      std::memcpy(dst, &row576[k], sizeof(float));
-    }
+  if (dtype_ == DType::F32) {
+    store_bytes(slot, reinterpret_cast<const std::byte*>(row576));
+    return;
   }
+  std::array<bf16, kRowDim> row;  // [576] latent-first
+  for (int k = 0; k < kRowDim; ++k) row[static_cast<size_t>(k)] = float_to_bf16(row576[k]);
+  store_bytes(slot, reinterpret_cast<const std::byte*>(row.data()));
 }
 
 std::array<float, kRowDim> KvPool::read_row(int64_t slot) const {
   check_slot(slot);
   std::array<float, kRowDim> row;  // [576] latent-first
-  const size_t eb = static_cast<size_t>(dtype_bytes(dtype_));
+  if (dtype_ == DType::F32) {
+    load_bytes(slot, reinterpret_cast<std::byte*>(row.data()));
+    return row;
+  }
+  std::array<bf16, kRowDim> stored;  // [576] latent-first
+  load_bytes(slot, reinterpret_cast<std::byte*>(stored.data()));
   for (int k = 0; k < kRowDim; ++k) {
-    const std::byte* src =
-        storage_.data() + static_cast<size_t>(element_index(layout_, slot, k)) * eb;
-    if (dtype_ == DType::BF16) {
-      bf16 v;
-      std::memcpy(&v, src, sizeof v);
-      row[static_cast<size_t>(k)] = bf16_to_float(v);
-    } else {
-      std::memcpy(&row[static_cast<size_t>(k)], src, sizeof(float));
-    }
+    row[static_cast<size_t>(k)] = bf16_to_float(stored[static_cast<size_t>(k)]);
   }
   return row;
 }
 
 std::vector<std::byte> KvPool::raw_row(int64_t slot) const {
   check_slot(slot);
-  const size_t eb = static_cast<size_t>(dtype_bytes(dtype_));
-  std::vector<std::byte> out(kRowDim * eb);  // [576 * dtype_bytes]
-  for (int k = 0; k < kRowDim; ++k) {
-    std::memcpy(out.data() + static_cast<size_t>(k) * eb,
-                storage_.data() + static_cast<size_t>(element_index(layout_, slot, k)) * eb, eb);
-  }
+  std::vector<std::byte> out(kRowDim * static_cast<size_t>(dtype_bytes(dtype_)));  // [576 * eb]
+  load_bytes(slot, out.data());
   return out;
 }
 
@@ -161,36 +169,29 @@ void KvPool::write_raw_row(int64_t slot, std::span<const std::byte> bytes) {
         "row", -1,
         std::to_string(bytes.size()) + " bytes, a row is " + std::to_string(kRowDim * eb));
   }
-  for (int k = 0; k < kRowDim; ++k) {
-    std::memcpy(storage_.data() + static_cast<size_t>(element_index(layout_, slot, k)) * eb,
-                bytes.data() + static_cast<size_t>(k) * eb, eb);
-  }
+  store_bytes(slot, bytes.data());
 }
 
 void KvPool::copy_row(int64_t dst, int64_t src) {
   check_slot(dst);
   check_slot(src);
   if (dst == src) return;
-  const size_t eb = static_cast<size_t>(dtype_bytes(dtype_));
-  // Slots never share elements (validate_layout), so element-wise copying cannot alias.
-  for (int k = 0; k < kRowDim; ++k) {
-    std::memcpy(storage_.data() + static_cast<size_t>(element_index(layout_, dst, k)) * eb,
-                storage_.data() + static_cast<size_t>(element_index(layout_, src, k)) * eb, eb);
-  }
+  // Through a buffer: simple, and slots never share elements anyway (validate_layout).
+  std::array<std::byte, kRowDim * sizeof(float)> row;  // [576 * eb] latent-first
+  load_bytes(src, row.data());
+  store_bytes(dst, row.data());
 }
 
 void KvPool::fill_nan(int64_t slot) {
   check_slot(slot);
-  const size_t eb = static_cast<size_t>(dtype_bytes(dtype_));
-  const bf16 nan16{0x7fc0};
-  const float nan32 = std::numeric_limits<float>::quiet_NaN();
-  for (int k = 0; k < kRowDim; ++k) {
-    std::byte* dst = storage_.data() + static_cast<size_t>(element_index(layout_, slot, k)) * eb;
-    if (dtype_ == DType::BF16) {
-      std::memcpy(dst, &nan16, sizeof nan16);
-    } else {
-      std::memcpy(dst, &nan32, sizeof nan32);
-    }
+  if (dtype_ == DType::F32) {
+    std::array<float, kRowDim> row;  // [576]
+    row.fill(std::numeric_limits<float>::quiet_NaN());
+    store_bytes(slot, reinterpret_cast<const std::byte*>(row.data()));
+  } else {
+    std::array<bf16, kRowDim> row;  // [576]
+    row.fill(bf16{0x7fc0});         // quiet NaN
+    store_bytes(slot, reinterpret_cast<const std::byte*>(row.data()));
   }
 }
 

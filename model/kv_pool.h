@@ -61,6 +61,9 @@ class KvPool {
 
  private:
   void check_slot(int64_t slot) const;
+  // The 576 elements of `slot` from / to a latent-first byte row [576 * dtype_bytes].
+  void store_bytes(int64_t slot, const std::byte* row_bytes);
+  void load_bytes(int64_t slot, std::byte* row_bytes) const;
   void validate_layout() const;
 
   int64_t num_slots_;
