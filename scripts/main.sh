@@ -7,5 +7,5 @@ scripts/deps.sh
 scripts/build.sh mlaverify
 cli=build/cli/mlaverify
 "$cli" selfcheck
-"$cli" fuzz --backend "${MLAV_BACKEND:-cpu}" "$@"
+"$cli" fuzz --backend "${MLAV_BACKEND:-cpu}" --cases "${MLAV_CASES:-100}" --out fuzz-failures "$@"
 "$cli" replay --backend "${MLAV_BACKEND:-cpu}" scenarios/cases

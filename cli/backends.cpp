@@ -1,0 +1,33 @@
+// Backend registry for the CLI. The only place outside tests/ and bench/ that names backends.
+// The CUDA backend joins when the build found nvcc; it still says no at run time without a device.
+#include "cli/backends.h"
+
+#include "cpu/cpu_backend.h"
+#include "mlaverify/error.h"
+#include "model/model_backend.h"
+#ifdef MLAV_HAVE_CUDA
+#include "cuda/cuda_backend.h"
+#endif
+
+namespace mlaverify::cli {
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names{"model", "cpu"};
+#ifdef MLAV_HAVE_CUDA
+  names.push_back("cuda");
+#endif
+  return names;
+}
+
+BackendPtr make_backend(std::string_view name) {
+  if (name == "model") return std::make_shared<model::ModelBackend>();
+  if (name == "cpu") return cpu::make_cpu_backend();
+#ifdef MLAV_HAVE_CUDA
+  if (name == "cuda") return std::make_shared<cuda::CudaBackend>();
+#endif
+  std::string known;
+  for (const std::string& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
+  throw InvalidInput("backend", -1, "unknown backend '" + std::string(name) + "' (known: " + known + ")");
+}
+
+}  // namespace mlaverify::cli

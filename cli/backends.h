@@ -1,0 +1,19 @@
+// The CLI's backend registry: a backend by name (model, cpu, cuda when built), so commands and
+// scripts name what to run without linking to a particular implementation.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlaverify/backend.h"
+
+namespace mlaverify::cli {
+
+// Names this build can make, in a fixed order ("model", "cpu", and "cuda" with a CUDA build).
+std::vector<std::string> backend_names();
+
+// InvalidInput("backend", -1, ...) listing the known names when `name` is unknown.
+BackendPtr make_backend(std::string_view name);
+
+}  // namespace mlaverify::cli

@@ -1,0 +1,58 @@
+// The mlaverify command line. CLI11 lives in this translation unit only (slow to compile); each
+// command is a plain function in commands.h.
+#include <CLI/CLI.hpp>
+
+#include <exception>
+#include <iostream>
+
+#include "cli/backends.h"
+#include "cli/commands.h"
+#include "mlaverify/error.h"
+
+int main(int argc, char** argv) {
+  using namespace mlaverify;
+  CLI::App app{"mlaverify: verification toolkit for MLA tree-verify attention kernels"};
+  app.require_subcommand(1);
+
+  cli::SelfcheckOptions self;
+  CLI::App* selfcheck = app.add_subcommand(
+      "selfcheck", "Check the reference model against itself and the CPU backend over the presets");
+  selfcheck->add_option("--cases", self.cases_per_config, "Generated batches per (preset, tp)")
+      ->check(CLI::Range(1, 1000));
+  selfcheck->add_option("--seed", self.seed, "Seed of the generated batches");
+
+  cli::FuzzOptions fz;
+  CLI::App* fuzz = app.add_subcommand("fuzz", "Run a fuzz campaign of every property on a backend");
+  fuzz->add_option("--backend", fz.backend, "model, cpu, cuda, or mutant:<name>");
+  fuzz->add_option("--cases", fz.cases, "Random cases")->check(CLI::Range(1, 1000000));
+  fuzz->add_option("--seed", fz.seed, "Seed: the campaign is a function of it");
+  fuzz->add_option("--property", fz.properties, "Only these properties (repeatable)");
+  fuzz->add_option("--out", fz.out_dir, "Folder for shrunk failing scenarios");
+
+  cli::ReplayOptions rp;
+  CLI::App* replay = app.add_subcommand("replay", "Replay scenario files on a backend");
+  replay->add_option("--backend", rp.backend, "model, cpu, cuda, or mutant:<name>");
+  replay->add_option("paths", rp.paths, "Scenario files or folders")->required();
+  replay->add_flag("!--no-recorded", rp.check_recorded,
+                   "Skip re-running scenarios on the mutant that found them");
+
+  CLI::App* backends = app.add_subcommand("backends", "List the backends this build can run");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*selfcheck) return cli::selfcheck(self, std::cout);
+    if (*fuzz) return cli::fuzz(fz, std::cout);
+    if (*replay) return cli::replay(rp, std::cout);
+    if (*backends) {
+      for (const std::string& name : cli::backend_names()) std::cout << name << "\n";
+      return 0;
+    }
+  } catch (const InvalidInput& e) {
+    std::cerr << "mlaverify: invalid input: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "mlaverify: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
