@@ -41,11 +41,9 @@ void load_queries(const VerifyParams& p, const RequestExtent& e, RowMat& q_lat, 
     for (int32_t t = 0; t < D; ++t) {
       int64_t row = (e.q_begin + t) * p.q_token_stride + h * p.q_head_stride;
       int64_t r = row_of(h, t, D);
-      for (int k = 0; k < kLatentDim; ++k) {
-        q_lat(r, k) = load(p.q_dtype, p.q, row + p.q_latent_offset + k);
-      }
-      for (int k = 0; k < kRopeDim; ++k)
-        q_pe(r, k) = load(p.q_dtype, p.q, row + p.q_rope_offset + k);
+      // Row-major matrices: row r is contiguous.
+      load_row(p.q_dtype, p.q, row + p.q_latent_offset, kLatentDim, q_lat.row(r).data());
+      load_row(p.q_dtype, p.q, row + p.q_rope_offset, kRopeDim, q_pe.row(r).data());
     }
   }
 }
@@ -58,20 +56,20 @@ void load_keys(const VerifyParams& p, const RequestExtent& e, int64_t n0, int64_
   c.resize(n1 - n0, kLatentDim);   // [K, 512]
   k_pe.resize(n1 - n0, kRopeDim);  // [K, 64]
   for (int64_t n = n0; n < n1; ++n) {
+    const void* base;
     int64_t latent, rope;
     if (n < e.prefix_len || p.draft_source == DraftKvSource::CacheSlots) {
       int64_t slot = p.kv_indices[e.kv_begin + n];
+      base = p.kv_pool;
       latent = p.kv_layout.latent_index(slot);
       rope = p.kv_layout.rope_index(slot);
-      for (int k = 0; k < kLatentDim; ++k) c(n - n0, k) = load(p.kv_dtype, p.kv_pool, latent + k);
-      for (int k = 0; k < kRopeDim; ++k) k_pe(n - n0, k) = load(p.kv_dtype, p.kv_pool, rope + k);
     } else {
-      int64_t row = (e.q_begin + (n - e.prefix_len)) * p.k_extend_stride;
-      latent = row;
-      rope = row + kLatentDim;
-      for (int k = 0; k < kLatentDim; ++k) c(n - n0, k) = load(p.kv_dtype, p.k_extend, latent + k);
-      for (int k = 0; k < kRopeDim; ++k) k_pe(n - n0, k) = load(p.kv_dtype, p.k_extend, rope + k);
+      base = p.k_extend;
+      latent = (e.q_begin + (n - e.prefix_len)) * p.k_extend_stride;
+      rope = latent + kLatentDim;
     }
+    load_row(p.kv_dtype, base, latent, kLatentDim, c.row(n - n0).data());
+    load_row(p.kv_dtype, base, rope, kRopeDim, k_pe.row(n - n0).data());
   }
 }
 

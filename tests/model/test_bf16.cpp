@@ -231,6 +231,28 @@ TEST(Bf16, Fp32StorageRoundsOnce) {
   EXPECT_EQ(load(DType::F32, cell, 0), static_cast<double>(0.1f));
 }
 
+TEST(Bf16, LoadRowAgreesWithLoad) {
+  // Every bf16 pattern and a spread of floats, read as rows from an odd offset.
+  std::vector<uint16_t> halves(65536 + 3);
+  for (size_t k = 0; k < halves.size(); ++k) halves[k] = static_cast<uint16_t>(k * 40503u);
+  std::vector<double> out(65536);
+  load_row(DType::BF16, halves.data(), 3, 65536, out.data());
+  for (int k = 0; k < 65536; ++k) {
+    double want = load(DType::BF16, halves.data(), 3 + k);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(out[k])) << k;
+    } else {
+      ASSERT_EQ(out[k], want) << k;
+    }
+  }
+  std::vector<float> floats(1000);
+  std::mt19937_64 rng(9);
+  for (float& f : floats) f = std::ldexp(static_cast<float>(rng() % 100000) - 50000.f, -20);
+  std::vector<double> fout(990);
+  load_row(DType::F32, floats.data(), 10, 990, fout.data());
+  for (int k = 0; k < 990; ++k) ASSERT_EQ(fout[k], load(DType::F32, floats.data(), 10 + k));
+}
+
 TEST(Bf16, UnknownDtypeIsInvalidInput) {
   float cell = 0.f;
   DType bogus = static_cast<DType>(7);
@@ -242,6 +264,8 @@ TEST(Bf16, UnknownDtypeIsInvalidInput) {
     EXPECT_EQ(e.index(), -1);
   }
   EXPECT_THROW(store(bogus, &cell, 0, 1.0), InvalidInput);
+  double out = 0;
+  EXPECT_THROW(load_row(bogus, &cell, 0, 1, &out), InvalidInput);
 }
 
 }  // namespace
