@@ -24,7 +24,8 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int kPartialStride = kLatentDim + 1;  // o (512) then lse, per (partial, token, head)
-constexpr int kQueryBlock = 16;                 // draft queries per work item
+constexpr int kQueryBlock = 16;                 // at most this many draft queries per work item
+constexpr int kRowsPerItem = 32;                // (head, query) rows per work item, heads grouped
 constexpr int kDotLanes = 16;                   // interleaved partial sums of the score dot product
 constexpr int kPvChunk = 64;                    // output columns of P @ V kept in registers
 constexpr int kMaxDraftNodes = 1024;
@@ -93,10 +94,14 @@ struct RunContext {
   int64_t tokens;                                    // T = qo_indptr[bs]
 };
 
+// A work item: one partial of one request for a block of heads x a block of draft queries. Its
+// rows are the (head, query) pairs, head-major; they all meet each key tile, which is gathered
+// once per item (MQA: every head of a request reads the same KV rows).
 struct WorkItem {
   int32_t request;
   int32_t partial;  // 0..num_splits-1: prefix splits; num_splits: the draft block
-  int32_t head;
+  int32_t head_begin;
+  int32_t head_end;
   int32_t query_begin;  // within the request
   int32_t query_end;
 };
@@ -139,7 +144,7 @@ struct RowState {
   float l = 0.f;      // running sum of exp(s - m), unrounded fp32
 };
 
-// One work item: the partial (o, lse) of queries [query_begin, query_end) of one request and head.
+// One work item: the partial (o, lse) of its (head, query) rows.
 // Cloned for AVX-512 and AVX2 with a runtime dispatch (GCC function multiversioning), so a wider
 // vector unit is used where present and the binary still runs anywhere. Every clone computes the
 // same bits: the lanes of dot_row and the elementwise P @ V loops are independent per element,
@@ -150,14 +155,17 @@ __attribute__((target_clones("avx512f", "avx2", "default")))
 void run_item(const RunContext& ctx, const WorkItem& item) {
   const VerifyParams& p = *ctx.p;
   const RequestExtent& e = ctx.extents[item.request];
-  const int nq = item.query_end - item.query_begin;
+  const int queries = item.query_end - item.query_begin;
+  const int nq = (item.head_end - item.head_begin) * queries;  // rows of this item
+  auto query_of = [&](int r) { return item.query_begin + r % queries; };
+  auto head_of = [&](int r) { return item.head_begin + r / queries; };
   const bool draft = item.partial == p.num_splits;
 
   // Query rows [q_lat | q_pe], converted once per item.
   std::vector<float> q(static_cast<size_t>(nq) * kRowDim);  // [nq, 576]
   for (int r = 0; r < nq; ++r) {
-    int64_t base = (e.q_begin + item.query_begin + r) * p.q_token_stride +
-                   static_cast<int64_t>(item.head) * p.q_head_stride;
+    int64_t base = (e.q_begin + query_of(r)) * p.q_token_stride +
+                   static_cast<int64_t>(head_of(r)) * p.q_head_stride;
     load_operands(p.q_dtype, p.q, base + p.q_latent_offset, kLatentDim, &q[r * kRowDim]);
     load_operands(p.q_dtype, p.q, base + p.q_rope_offset, kRopeDim,
                   &q[r * kRowDim + kLatentDim]);
@@ -208,7 +216,7 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
     if (draft) {
       gather_draft_tile(p, e, tile_begin, n, tile.data());
       for (int r = 0; r < nq; ++r) {
-        const int64_t row = static_cast<int64_t>(item.query_begin + r) * e.draft_nodes;
+        const int64_t row = static_cast<int64_t>(query_of(r)) * e.draft_nodes;
         for (int j = 0; j < n; ++j) visible[r * kKvTile + j] = draft_mask[row + tile_begin + j];
       }
     } else {
@@ -282,7 +290,7 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
   }
 
   for (int r = 0; r < nq; ++r) {
-    float* out = partial_slot(ctx, item.partial, e.q_begin + item.query_begin + r, item.head);
+    float* out = partial_slot(ctx, item.partial, e.q_begin + query_of(r), head_of(r));
     const RowState& st = state[r];
     if (st.l == 0.f) {
       // No visible key: this partial drops out of the merge (lse = -inf), o = 0.
@@ -451,10 +459,13 @@ void CpuBackend::run(const VerifyParams& p) {
   std::vector<WorkItem> items;
   for (int32_t i = 0; i < p.batch_size; ++i) {
     const int32_t d = ctx.extents[i].draft_nodes;
+    const int32_t query_block = std::min(d, kQueryBlock);
+    const int32_t head_block = std::max(1, kRowsPerItem / query_block);
     for (int32_t s = 0; s < num_partials(p.num_splits); ++s) {
-      for (int32_t h = 0; h < p.num_heads; ++h) {
-        for (int32_t q0 = 0; q0 < d; q0 += kQueryBlock) {
-          items.push_back({i, s, h, q0, std::min(q0 + kQueryBlock, d)});
+      for (int32_t h0 = 0; h0 < p.num_heads; h0 += head_block) {
+        const int32_t h1 = std::min(h0 + head_block, p.num_heads);
+        for (int32_t q0 = 0; q0 < d; q0 += query_block) {
+          items.push_back({i, s, h0, h1, q0, std::min(q0 + query_block, d)});
         }
       }
     }

@@ -46,9 +46,9 @@ inline namespace MLAV_CPU_VARIANT {
 //  - Partial: o = acc / l, lse = m + log(l); no visible key: o = 0, lse = -inf.
 //  - Merge over partials s = 0..num_splits (the last is the draft block) in increasing s, exactly
 //    as split_plan.h item 4; then o is rounded once to p.o_dtype.
-// Work items are (request, partial, head, block of draft queries); each writes its own slice of
-// the workspace and the merge writes each (token, head) once, so results are bit-identical for
-// any thread count.
+// Work items are (request, partial, block of heads, block of draft queries): each gathers a key
+// tile once for all its (head, query) rows, writes its own slice of the partials, and the merge
+// writes each (token, head) once, so results are bit-identical for any thread count.
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(CpuOptions options = {});
