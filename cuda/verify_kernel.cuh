@@ -132,14 +132,16 @@ __device__ __forceinline__ bool mask_bit(const VerifyParams& p, int32_t req, con
 }
 
 // ---------------------------------------------------------------------------------------------
-// Partial kernel. grid = (row tiles, num_splits + 1, batch_size); y == num_splits is the draft.
+// Partial kernel. grid = (row tiles, batch_size, num_splits + 1); z == num_splits is the draft.
 // ---------------------------------------------------------------------------------------------
 template <int kStages>
 __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs args) {
   static_assert(kStages >= 2, "double buffering at least");
   const VerifyParams& p = args.p;
-  const int32_t req = blockIdx.z;
-  const int32_t split = blockIdx.y;
+  // Split outermost: blocks are scheduled x, then y, then z, so every request's prefix blocks go
+  // first and the short draft blocks (z == num_splits) fill the tail as prefix blocks finish.
+  const int32_t req = blockIdx.y;
+  const int32_t split = blockIdx.z;
   const bool is_draft = split == p.num_splits;
   const RequestExtent e = request_extent(p, req);
   const int32_t H = p.num_heads;
@@ -304,16 +306,25 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     const int64_t tile_key0 = key_begin + static_cast<int64_t>(tile) * kKvTile;
 
     // Draft visibility words for this tile, one per row: bit k = the row's node sees node
-    // tile_key0 + k. Written here, read after the S pass (at least 9 barriers later).
-    if (is_draft && tid < kRows) {
+    // tile_key0 + k. Four threads per row decode 16 keys each (4 loads in flight at a time), then
+    // OR their parts together. Written here, read after the S pass (at least 9 barriers later).
+    if (is_draft) {
+      const int r = tid >> 2, quarter = tid & 3;
+      const int64_t row = row0 + r;
       uint64_t bits = 0;
-      const int64_t row = row0 + tid;
       if (row < valid_rows) {
         const int32_t t = static_cast<int32_t>(row / H);
-        for (int k = 0; k < kKvTile && tile_key0 + k < key_end; ++k)
-          if (mask_bit(p, req, e, t, static_cast<int32_t>(tile_key0 + k))) bits |= 1ull << k;
+#pragma unroll 4  // fully unrolled, the 16 loads in flight spill the 6-stage variant
+        for (int k = 0; k < 16; ++k) {
+          const int key_local = quarter * 16 + k;
+          const int64_t key = tile_key0 + key_local;
+          if (key < key_end && mask_bit(p, req, e, t, static_cast<int32_t>(key)))
+            bits |= 1ull << key_local;
+        }
       }
-      vis_s[tid] = bits;
+      bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
+      bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
+      if (quarter == 0) vis_s[r] = bits;
     }
 
     // ---- S = Q K^T over 9 chunks: this warp's 16 rows x 32 keys ----

@@ -15,7 +15,7 @@ void prepare_partial_stages2() {
 void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream) {
   const VerifyParams& p = args.p;
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
-            static_cast<unsigned>(p.num_splits + 1), static_cast<unsigned>(p.batch_size));
+            static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
   verify_partial<2><<<grid, kThreads, partial_smem_bytes(2), stream>>>(args);
   CUDA_CHECK(cudaGetLastError());
 }
