@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <memory>
 #include <numeric>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
@@ -81,16 +81,17 @@ class Launch {
     const int64_t slots = total_prefix + 1;  // slot 0 is the sink, never named
     kv_indices_.resize(total_prefix);
     std::iota(kv_indices_.begin(), kv_indices_.end(), 1);
-    for (int64_t k = total_prefix - 1; k > 0; --k) std::swap(kv_indices_[k], kv_indices_[rng.below(k + 1)]);
-    pool_.resize(static_cast<size_t>(slots) * kRowDim);             // [slots, 576]
-    q_.resize(static_cast<size_t>(tokens) * heads * kRowDim);        // [T, H, 576]
-    k_extend_.resize(static_cast<size_t>(tokens) * kRowDim);         // [T, 576]
+    for (int64_t k = total_prefix - 1; k > 0; --k)
+      std::swap(kv_indices_[k], kv_indices_[rng.below(k + 1)]);
+    pool_.resize(static_cast<size_t>(slots) * kRowDim);        // [slots, 576]
+    q_.resize(static_cast<size_t>(tokens) * heads * kRowDim);  // [T, H, 576]
+    k_extend_.resize(static_cast<size_t>(tokens) * kRowDim);   // [T, 576]
     fill_bf16(rng, pool_, 2.f);
     fill_bf16(rng, q_, 0.5f);
     fill_bf16(rng, k_extend_, 2.f);
     mask_ = model::encode_mask(MaskFormat::FullMask, trees, prefix);
-    o_.resize(static_cast<size_t>(tokens) * heads * kLatentDim);     // [T, H, 512]
-    lse_.resize(static_cast<size_t>(tokens) * heads);                // [T, H]
+    o_.resize(static_cast<size_t>(tokens) * heads * kLatentDim);  // [T, H, 512]
+    lse_.resize(static_cast<size_t>(tokens) * heads);             // [T, H]
 
     p_.batch_size = bs;
     p_.num_heads = heads;
@@ -199,7 +200,8 @@ void bm_property_cases(benchmark::State& state, CaseSize size, bool with_model) 
     std::vector<std::vector<int32_t>> parents;
     std::vector<int64_t> prefix;
     for (int32_t i = 0; i < bs; ++i) {
-      parents.push_back(tree_parents(rng, 1 + static_cast<int32_t>(rng.below(size.max_draft)), false));
+      parents.push_back(
+          tree_parents(rng, 1 + static_cast<int32_t>(rng.below(size.max_draft)), false));
       prefix.push_back(rng.below(size.max_prefix + 1));
     }
     cases.push_back(std::make_unique<Launch>(parents, prefix, 8,
@@ -216,7 +218,8 @@ void bm_property_cases(benchmark::State& state, CaseSize size, bool with_model) 
     benchmark::ClobberMemory();
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  state.counters["cases_per_min"] = kCases * 60.0 * static_cast<double>(state.iterations()) / seconds;
+  state.counters["cases_per_min"] =
+      kCases * 60.0 * static_cast<double>(state.iterations()) / seconds;
 }
 
 }  // namespace
@@ -225,9 +228,9 @@ void bm_property_cases(benchmark::State& state, CaseSize size, bool with_model) 
 int main(int argc, char** argv) {
   using namespace mlaverify::cpu::bench;
   const std::vector<Workload> workloads = {
-      {"k2-tp8-tree16", 16, 8, 16, 8192, false},   {"v3-tp8-tree32", 8, 16, 32, 16384, false},
-      {"v3-tp8-chain4", 32, 16, 4, 4096, true},    {"k2-tp8-ddtree128", 4, 8, 128, 8192, false},
-      {"v3-tp1-tree8", 4, 128, 8, 4096, false},    {"long-ctx", 2, 16, 16, 65536, false},
+      {"k2-tp8-tree16", 16, 8, 16, 8192, false}, {"v3-tp8-tree32", 8, 16, 32, 16384, false},
+      {"v3-tp8-chain4", 32, 16, 4, 4096, true},  {"k2-tp8-ddtree128", 4, 8, 128, 8192, false},
+      {"v3-tp1-tree8", 4, 128, 8, 4096, false},  {"long-ctx", 2, 16, 16, 65536, false},
   };
   for (const Workload& w : workloads) {
     benchmark::RegisterBenchmark(("spec8/" + w.name).c_str(), bm_workload, w)
@@ -237,8 +240,7 @@ int main(int argc, char** argv) {
   for (auto [label, size] : {std::pair<std::string, CaseSize>{"default", {8, 64, 4096}},
                              std::pair<std::string, CaseSize>{"small", {4, 16, 512}}}) {
     for (bool with_model : {false, true}) {
-      const std::string name =
-          "property_cases/" + label + (with_model ? "/cpu+model" : "/cpu");
+      const std::string name = "property_cases/" + label + (with_model ? "/cpu+model" : "/cpu");
       benchmark::RegisterBenchmark(name.c_str(), bm_property_cases, size, with_model)
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();

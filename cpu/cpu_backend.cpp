@@ -88,10 +88,10 @@ inline void dot_rows4(const float* q, const float* k, float* out) {  // q: [4, 5
 struct RunContext {
   const VerifyParams* p;
   CpuFault fault;
-  std::vector<RequestExtent> extents;                // [bs]
+  std::vector<RequestExtent> extents;               // [bs]
   std::vector<std::vector<uint8_t>> draft_visible;  // [bs][D_i * D_i]: query t sees column j
-  float* workspace;                                  // [num_partials, T, H, 513]
-  int64_t tokens;                                    // T = qo_indptr[bs]
+  float* workspace;                                 // [num_partials, T, H, 513]
+  int64_t tokens;                                   // T = qo_indptr[bs]
 };
 
 // A work item: one partial of one request for a block of heads x a block of draft queries. Its
@@ -114,7 +114,8 @@ inline float* partial_slot(const RunContext& ctx, int32_t partial, int64_t token
 }
 
 // Gathers the logical rows [c | k_pe] of `n` prefix keys into tile (as bf16 operand values).
-void gather_prefix_tile(const VerifyParams& p, const int64_t* slots, int n, float* tile) {  // [n, 576]
+void gather_prefix_tile(const VerifyParams& p, const int64_t* slots, int n,
+                        float* tile) {  // [n, 576]
   for (int j = 0; j < n; ++j) {
     float* row = tile + static_cast<int64_t>(j) * kRowDim;
     load_operands(p.kv_dtype, p.kv_pool, p.kv_layout.latent_index(slots[j]), kLatentDim, row);
@@ -149,7 +150,8 @@ struct RowState {
 // vector unit is used where present and the binary still runs anywhere. Every clone computes the
 // same bits: the lanes of dot_row and the elementwise P @ V loops are independent per element,
 // -ffp-contract=off forbids FMA, and nothing is reassociated, whatever the vector width.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 void run_item(const RunContext& ctx, const WorkItem& item) {
@@ -167,8 +169,7 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
     int64_t base = (e.q_begin + query_of(r)) * p.q_token_stride +
                    static_cast<int64_t>(head_of(r)) * p.q_head_stride;
     load_operands(p.q_dtype, p.q, base + p.q_latent_offset, kLatentDim, &q[r * kRowDim]);
-    load_operands(p.q_dtype, p.q, base + p.q_rope_offset, kRopeDim,
-                  &q[r * kRowDim + kLatentDim]);
+    load_operands(p.q_dtype, p.q, base + p.q_rope_offset, kRopeDim, &q[r * kRowDim + kLatentDim]);
   }
 
   // Key range of this partial: a prefix chunk (split_plan.h) or the draft block's D_i columns.
@@ -195,13 +196,13 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
   }
 
   std::vector<RowState> state(nq);
-  std::vector<float> acc(static_cast<size_t>(nq) * kLatentDim, 0.f);      // [nq, 512]
-  std::vector<float> tile(static_cast<size_t>(kKvTile) * kRowDim);        // [kKvTile, 576]
-  std::vector<float> scores(static_cast<size_t>(nq) * kKvTile);           // [nq, kKvTile]
-  std::vector<float> probs(static_cast<size_t>(nq) * kKvTile);            // [nq, kKvTile] bf16 P
-  std::vector<uint8_t> visible(static_cast<size_t>(nq) * kKvTile, 1);     // [nq, kKvTile]
-  std::vector<float> alpha(nq);                                           // [nq]
-  std::vector<uint8_t> live(nq);                                          // [nq] row saw a key
+  std::vector<float> acc(static_cast<size_t>(nq) * kLatentDim, 0.f);   // [nq, 512]
+  std::vector<float> tile(static_cast<size_t>(kKvTile) * kRowDim);     // [kKvTile, 576]
+  std::vector<float> scores(static_cast<size_t>(nq) * kKvTile);        // [nq, kKvTile]
+  std::vector<float> probs(static_cast<size_t>(nq) * kKvTile);         // [nq, kKvTile] bf16 P
+  std::vector<uint8_t> visible(static_cast<size_t>(nq) * kKvTile, 1);  // [nq, kKvTile]
+  std::vector<float> alpha(nq);                                        // [nq]
+  std::vector<uint8_t> live(nq);                                       // [nq] row saw a key
   const uint8_t* draft_mask = draft ? ctx.draft_visible[item.request].data() : nullptr;
   // V is c, the first 512 entries of the logical row (SPEC §1).
   const int v_offset = MLAV_FAULT(ctx, VFromWrongColumns) ? kRopeDim : 0;
@@ -260,7 +261,7 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
       for (int j = 0; j < n; ++j) {
         if (!vis[j]) continue;
         const float prob = std::exp(s_row[j] - m_new);
-        tile_l += prob;                // l sums the unrounded fp32 probabilities
+        tile_l += prob;               // l sums the unrounded fp32 probabilities
         p_row[j] = round_bf16(prob);  // the P operand of the P @ V product
       }
       st.l = st.l * alpha[r] + tile_l;

@@ -23,7 +23,7 @@
 namespace mlaverify::cpu {
 
 struct CpuOptions {
-  int threads = 0;                 // worker threads including the caller; 0 = hardware concurrency
+  int threads = 0;                  // worker threads including the caller; 0 = hardware concurrency
   CpuFault fault = CpuFault::None;  // anything but None needs mlaverify_cpu_faults
 };
 

@@ -1,5 +1,5 @@
 // Faults the mutation catalog injects into the CPU backend (SPEC §7), one small realistic defect
-// each. They are compiled only into mlaverify_cpu_faults (-DMLAV_CPU_FAULTS); mlaverify_cpu rejects them.
+// each, compiled only into mlaverify_cpu_faults (-DMLAV_CPU_FAULTS); mlaverify_cpu refuses them.
 #pragma once
 
 #include <cstdint>
@@ -28,21 +28,29 @@ enum class CpuFault : int32_t {
 };
 
 inline constexpr CpuFault kAllCpuFaults[] = {
-    CpuFault::MergeWithoutRescale, CpuFault::EmptySplitAsZeros,  CpuFault::SplitEndOffByOne,
-    CpuFault::ParentOnlyMask,      CpuFault::NoDiagonal,         CpuFault::OverReadNextRequest,
+    CpuFault::MergeWithoutRescale, CpuFault::EmptySplitAsZeros, CpuFault::SplitEndOffByOne,
+    CpuFault::ParentOnlyMask,      CpuFault::NoDiagonal,        CpuFault::OverReadNextRequest,
     CpuFault::VFromWrongColumns,
 };
 
 inline std::string_view fault_name(CpuFault f) {
   switch (f) {
-    case CpuFault::None: return "None";
-    case CpuFault::MergeWithoutRescale: return "MergeWithoutRescale";
-    case CpuFault::EmptySplitAsZeros: return "EmptySplitAsZeros";
-    case CpuFault::SplitEndOffByOne: return "SplitEndOffByOne";
-    case CpuFault::ParentOnlyMask: return "ParentOnlyMask";
-    case CpuFault::NoDiagonal: return "NoDiagonal";
-    case CpuFault::OverReadNextRequest: return "OverReadNextRequest";
-    case CpuFault::VFromWrongColumns: return "VFromWrongColumns";
+    case CpuFault::None:
+      return "None";
+    case CpuFault::MergeWithoutRescale:
+      return "MergeWithoutRescale";
+    case CpuFault::EmptySplitAsZeros:
+      return "EmptySplitAsZeros";
+    case CpuFault::SplitEndOffByOne:
+      return "SplitEndOffByOne";
+    case CpuFault::ParentOnlyMask:
+      return "ParentOnlyMask";
+    case CpuFault::NoDiagonal:
+      return "NoDiagonal";
+    case CpuFault::OverReadNextRequest:
+      return "OverReadNextRequest";
+    case CpuFault::VFromWrongColumns:
+      return "VFromWrongColumns";
   }
   return "unknown";
 }

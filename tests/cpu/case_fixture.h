@@ -204,7 +204,8 @@ class Case {
     KvLayout layout = KvLayout::latent_first();
     if (spec_.layout == PoolLayout::Padded640) layout = KvLayout::latent_first(640);
     if (spec_.layout == PoolLayout::RopeFirstStored) layout = KvLayout::rope_first();
-    if (spec_.layout == PoolLayout::SplitViews) layout = model::KvPool::split_regions(pool_size + 1);
+    if (spec_.layout == PoolLayout::SplitViews)
+      layout = model::KvPool::split_regions(pool_size + 1);
     pool_ = std::make_unique<model::KvPool>(pool_size, 1, spec_.kv_dtype, layout);
     pool_->fill_nan_all();
     {
@@ -238,8 +239,7 @@ class Case {
         }
         key_rows_[i].push_back(std::move(row));
       }
-      const int64_t named =
-          spec_.draft_source == DraftKvSource::CacheSlots ? prefix + d : prefix;
+      const int64_t named = spec_.draft_source == DraftKvSource::CacheSlots ? prefix + d : prefix;
       kv_indices_.insert(kv_indices_.end(), request_slots.begin(), request_slots.begin() + named);
       kv_indptr_.push_back(static_cast<int32_t>(kv_indices_.size()));
     }
@@ -272,16 +272,16 @@ class Case {
 
   CaseSpec spec_;
   std::unique_ptr<model::KvPool> pool_;
-  std::vector<int32_t> qo_indptr_;                      // [bs + 1]
-  std::vector<int32_t> kv_indptr_;                      // [bs + 1]
-  std::vector<int64_t> kv_indices_;                     // [sum kv len]
-  std::vector<std::byte> q_bytes_;                      // [max_total_q, H, q_head_stride]
-  std::vector<float> q_logical_;                        // [T, H, 576] latent first
-  std::vector<std::byte> k_extend_bytes_;               // [max_total_q, 576]
+  std::vector<int32_t> qo_indptr_;                         // [bs + 1]
+  std::vector<int32_t> kv_indptr_;                         // [bs + 1]
+  std::vector<int64_t> kv_indices_;                        // [sum kv len]
+  std::vector<std::byte> q_bytes_;                         // [max_total_q, H, q_head_stride]
+  std::vector<float> q_logical_;                           // [T, H, 576] latent first
+  std::vector<std::byte> k_extend_bytes_;                  // [max_total_q, 576]
   std::vector<std::vector<std::vector<float>>> key_rows_;  // [bs][P_i + D_i][576]
   model::EncodedMask mask_;
-  std::vector<std::byte> o_bytes_;                      // [max_total_q, H, 512] of o_dtype
-  std::vector<float> lse_;                              // [max_total_q, H]
+  std::vector<std::byte> o_bytes_;  // [max_total_q, H, 512] of o_dtype
+  std::vector<float> lse_;          // [max_total_q, H]
 };
 
 }  // namespace mlaverify::cpu::testing

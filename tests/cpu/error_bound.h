@@ -13,8 +13,8 @@
 #include "mlaverify/bf16.h"
 #include "mlaverify/split_plan.h"
 #include "mlaverify/types.h"
-#include "model/attention.h"
 #include "mlaverify/verify_params.h"
+#include "model/attention.h"
 
 namespace mlaverify::cpu::testing {
 
@@ -28,9 +28,9 @@ inline double gamma_n(double n) { return n * kU / (1.0 - n * kU); }
 struct RequestMagnitudes {
   int64_t prefix_len = 0;
   int32_t draft_nodes = 0;
-  double q_norm = 0;             // max over (token, head) of ||[q_lat | q_pe]||_2 (as operands)
-  double key_norm = 0;           // max over the request's keys of ||[c | k_pe]||_2 (as operands)
-  std::vector<double> v_max;     // [512] max over the request's keys of |c_k|
+  double q_norm = 0;          // max over (token, head) of ||[q_lat | q_pe]||_2 (as operands)
+  double key_norm = 0;        // max over the request's keys of ||[c | k_pe]||_2 (as operands)
+  std::vector<double> v_max;  // [512] max over the request's keys of |c_k|
 };
 
 // One stored element of a bf16 / fp32 buffer, widened exactly.
@@ -59,8 +59,8 @@ inline RequestMagnitudes magnitudes(const VerifyParams& p, int32_t request) {
   auto add_key = [&] {
     m.key_norm = std::max(m.key_norm, norm(row));
     for (int k = 0; k < kLatentDim; ++k) {
-      m.v_max[k] = std::max({m.v_max[k], std::fabs(double(row[k])),
-                             std::fabs(double(round_bf16(row[k])))});
+      m.v_max[k] =
+          std::max({m.v_max[k], std::fabs(double(row[k])), std::fabs(double(round_bf16(row[k])))});
     }
   };
   auto read_slot = [&](int64_t slot) {
@@ -146,8 +146,8 @@ inline ErrorBound cpu_error_bound(const RequestMagnitudes& m, double sm_scale, i
                                   DType o_dtype) {
   const double smax = sm_scale * m.q_norm * m.key_norm;
   const double keys = static_cast<double>(m.prefix_len + m.draft_nodes);
-  const double tiles = static_cast<double>(ceil_div(m.prefix_len, kKvTile) +
-                                           ceil_div(m.draft_nodes, kKvTile));
+  const double tiles =
+      static_cast<double>(ceil_div(m.prefix_len, kKvTile) + ceil_div(m.draft_nodes, kKvTile));
   const double partials = num_partials(num_splits);
   const double lmax = smax + std::log(std::max(keys, 1.0));
 
@@ -162,11 +162,11 @@ inline ErrorBound cpu_error_bound(const RequestMagnitudes& m, double sm_scale, i
   const double eps_ws = std::expm1(2 * delta_c + 4 * kU * lmax) + 2 * kU;
   const double weight_merge = 2 * eps_ws / (1 - eps_ws);
 
-  double o_terms = kBf16U                                // P to bf16
-                   + weight_in_partial + weight_merge    // weights
+  double o_terms = kBf16U                                                   // P to bf16
+                   + weight_in_partial + weight_merge                       // weights
                    + gamma_n(65 + 2 * tiles) * (1 + kBf16U) + l_gamma + kU  // acc, l, acc / l
-                   + gamma_n(partials + 1) + kU;         // merge sum and division
-  o_terms += o_dtype == DType::BF16 ? kBf16U : kU;      // the final rounding of o
+                   + gamma_n(partials + 1) + kU;    // merge sum and division
+  o_terms += o_dtype == DType::BF16 ? kBf16U : kU;  // the final rounding of o
   // The first-order weight bound needs eps < 1; beyond that no finite bound follows from it.
   if (eps_p >= 1 || eps_ws >= 1) {
     const double inf = std::numeric_limits<double>::infinity();
@@ -174,23 +174,22 @@ inline ErrorBound cpu_error_bound(const RequestMagnitudes& m, double sm_scale, i
   }
   const double o_coeff = o_terms * (1 + o_terms);
 
-  const double lse_abs =
-      delta_s + delta_c + eps_ws + gamma_n(partials) + 2 * kU * (lmax + 1);
+  const double lse_abs = delta_s + delta_c + eps_ws + gamma_n(partials) + 2 * kU * (lmax + 1);
   return {o_coeff, lse_abs * (1 + lse_abs)};
 }
 
 // Per-request comparison of a Case's outputs with the model, with diagnostics that point.
 struct RequestComparison {
-  double rel_frobenius = 0;      // ||o - ref||_F / ||ref||_F over the request's rows
+  double rel_frobenius = 0;  // ||o - ref||_F / ||ref||_F over the request's rows
   double rel_frobenius_bound = 0;
-  double max_abs_rel = 0;        // max |o - ref| / max |ref|
+  double max_abs_rel = 0;  // max |o - ref| / max |ref|
   double max_abs_rel_bound = 0;
-  double lse_err = 0;            // max |lse - ref| over rows that are not fully masked
+  double lse_err = 0;  // max |lse - ref| over rows that are not fully masked
   double lse_bound = 0;
-  int64_t elements_over = 0;     // elements with |o - ref| > o_coeff * v_max[k]
+  int64_t elements_over = 0;      // elements with |o - ref| > o_coeff * v_max[k]
   bool masked_rows_exact = true;  // fully masked rows: o == 0 and lse == -inf exactly
   bool all_finite = true;
-  std::string worst;             // "(token t, head h, column k): got x, ref y, bound b"
+  std::string worst;  // "(token t, head h, column k): got x, ref y, bound b"
 
   bool ok() const {
     return elements_over == 0 && masked_rows_exact && all_finite && lse_err <= lse_bound &&
@@ -198,10 +197,11 @@ struct RequestComparison {
   }
   std::string describe() const {
     std::ostringstream s;
-    s << "rel_frobenius " << rel_frobenius << " (bound " << rel_frobenius_bound << "), max_abs/max|ref| "
-      << max_abs_rel << " (bound " << max_abs_rel_bound << "), |lse-ref| " << lse_err << " (bound "
-      << lse_bound << "), elements over bound " << elements_over << ", masked rows exact "
-      << masked_rows_exact << ", finite " << all_finite << ", worst " << worst;
+    s << "rel_frobenius " << rel_frobenius << " (bound " << rel_frobenius_bound
+      << "), max_abs/max|ref| " << max_abs_rel << " (bound " << max_abs_rel_bound << "), |lse-ref| "
+      << lse_err << " (bound " << lse_bound << "), elements over bound " << elements_over
+      << ", masked rows exact " << masked_rows_exact << ", finite " << all_finite << ", worst "
+      << worst;
     return s.str();
   }
 };

@@ -30,14 +30,14 @@ void expect_matches_model(Case& c, Backend& backend, const std::string& label) {
   const model::RefResult ref = model::reference_verify(p);
   for (int32_t i = 0; i < c.batch(); ++i) {
     const RequestMagnitudes mag = magnitudes(p, i);
-    const ErrorBound bound = cpu_error_bound(mag, c.spec().sm_scale, c.spec().num_splits,
-                                             c.spec().o_dtype);
+    const ErrorBound bound =
+        cpu_error_bound(mag, c.spec().sm_scale, c.spec().num_splits, c.spec().o_dtype);
     // A bound that allows an error of the size of the values themselves would pass anything.
     ASSERT_LT(bound.o_coeff, 0.05) << label << ": the derived bound is not informative";
     ASSERT_LT(bound.lse_abs, 0.01) << label << ": the derived bound is not informative";
     const RequestComparison r = compare_request(p, ref, i, bound, mag);
-    if (std::getenv("MLAV_VERBOSE")) std::printf("%s request %d: %s\n", label.c_str(), i,
-                                                 r.describe().c_str());
+    if (std::getenv("MLAV_VERBOSE"))
+      std::printf("%s request %d: %s\n", label.c_str(), i, r.describe().c_str());
     EXPECT_TRUE(r.ok()) << label << " request " << i << " (P=" << mag.prefix_len
                         << ", D=" << mag.draft_nodes << "): " << r.describe();
   }
@@ -66,8 +66,9 @@ CaseSpec mixed_spec(uint64_t seed) {
   CaseSpec spec;
   // Edges on purpose: P = 0, 1, one tile, tile +- 1, several tiles; D = 1, a chain, a star, a
   // random tree wider than one draft tile (70 > kKvTile).
-  spec.parents = {random_parents(rng, 5), {-1}, random_parents(rng, 3),
-                  {-1, 0, 1, 2},          {-1, 0, 0, 0, 0, 0}, random_parents(rng, 70)};
+  spec.parents = {random_parents(rng, 5), {-1},
+                  random_parents(rng, 3), {-1, 0, 1, 2},
+                  {-1, 0, 0, 0, 0, 0},    random_parents(rng, 70)};
   spec.prefix_lens = {0, 1, 63, 64, 65, 130};
   spec.heads = 2;
   spec.seed = seed;

@@ -1,5 +1,6 @@
 // The fault build of the CPU backend: with no fault it still matches the model, and each injected
-// fault, on a small case aimed at it, moves some output beyond the derived bound (so it can be found).
+// fault, on a small case aimed at it, moves some output beyond the derived bound (so it can be
+// found).
 #include <gtest/gtest.h>
 
 #include <string>
