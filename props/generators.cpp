@@ -262,10 +262,21 @@ std::vector<Case> simpler_cases(const Case& c) {
       push(s);
     }
   }
-  {
+  if (c.graph_padded_bs != 0) {
     Case s = c;
     s.graph_padded_bs = 0;
     push(s);
+    // Half the padded rows, for failures that need padding but not fifty rows of it.
+    Case h = c;
+    h.graph_padded_bs = c.batch_size() + (c.graph_padded_bs - c.batch_size()) / 2;
+    if (h.graph_padded_bs <= h.batch_size()) h.graph_padded_bs = h.batch_size() + 1;
+    push(h);
+  }
+  // One head early: it divides the cost of every later evaluation.
+  {
+    Case heads = c;
+    heads.num_heads = 1;
+    push(heads);
   }
   for (size_t i = 0; i < c.requests.size(); ++i) {
     const int64_t p = c.requests[i].prefix_len;
@@ -310,9 +321,6 @@ std::vector<Case> simpler_cases(const Case& c) {
   Case misc = c;
   misc.num_splits = 1;
   push(misc);
-  Case heads = c;
-  heads.num_heads = 1;
-  push(heads);
   Case pages = c;
   pages.page_size = 1;
   pages.slot_order = scenarios::SlotOrder::Scattered;

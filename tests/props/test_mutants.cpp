@@ -2,6 +2,7 @@
 // backend, and the CPU faults) within a fixed case budget; writes the README's mutants.md table.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -64,6 +65,27 @@ TEST(Mutants, UnmutatedFaultBuildPasses) {
   o.cases = 15;
   FuzzReport r = run_campaign(*b, o);
   EXPECT_TRUE(r.ok()) << r.to_string();
+}
+
+// Each shipped scenario found on a mutant reproduces on that mutant, deterministically (and passes
+// on the correct backends: tests/props/test_properties.cpp replays every shipped file there).
+TEST(Mutants, ShippedScenariosReproduceOnTheirMutant) {
+  const auto entries = catalog();
+  int32_t replayed = 0;
+  for (const auto& f : scenarios::list_scenarios(MLAV_SCENARIO_CASES_DIR)) {
+    scenarios::Scenario sc = scenarios::load_scenario(f);
+    if (sc.backend.rfind("mutant:", 0) != 0) continue;
+    const std::string name = sc.backend.substr(7);
+    auto it = std::find_if(entries.begin(), entries.end(),
+                           [&](const Entry& e) { return e.name == name; });
+    ASSERT_NE(it, entries.end()) << f.filename().string() << " names unknown mutant " << name;
+    for (int rep = 0; rep < 2; ++rep) {
+      PropertyResult r = replay(sc, *it->backend);
+      EXPECT_FALSE(r.ok) << f.filename().string() << " no longer fails on " << name;
+    }
+    ++replayed;
+  }
+  std::printf("%d mutant scenarios reproduced\n", replayed);
 }
 
 TEST(Mutants, SuiteKillsEveryMutant) {
