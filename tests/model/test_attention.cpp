@@ -494,6 +494,28 @@ TEST(Attention, RandomTreesMatchPlainLoops) {
   });
 }
 
+TEST(Attention, Fp32StorageIsReadAtFullPrecision) {
+  // Values with full 24-bit mantissas, stored as fp32 in the pool, k_extend and q: the model must
+  // read them as they are (a bf16 rounding anywhere would move o by ~2^-9 relative, far outside
+  // the plain-loop bound of ~1e-13).
+  std::mt19937_64 rng(17);
+  Logical L = random_logical({{random_parents(rng, 5), 33}, {random_parents(rng, 4), 0}}, 2, 18);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  for (double& v : L.q) v = static_cast<double>(static_cast<float>(nd(rng)));
+  for (auto& keys : L.keys) {
+    for (double& v : keys) v = static_cast<double>(static_cast<float>(nd(rng)));
+  }
+  StoreOptions opt;
+  opt.kv_dtype = DType::F32;
+  opt.q_dtype = DType::F32;
+  Stored st(L, opt);
+  RefResult r = reference_verify(st.params());
+  expect_matches_plain(L, r, [&](size_t i, int32_t t, int64_t n) {
+    const int64_t P = L.reqs[i].prefix_len;
+    return n < P || tree_visible(L.reqs[i].parents, t, static_cast<int32_t>(n - P));
+  });
+}
+
 TEST(Attention, FullyMaskedRowIsZeroWithLseMinusInf) {
   // Request 0 has no prefix; its mask row for node 1 is cleared entirely (a mask no tree makes,
   // but validate_mask only checks bounds), so node 1 sees no key at all: o = 0, lse = -inf, and
