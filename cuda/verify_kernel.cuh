@@ -276,7 +276,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const uint32_t kb_lane = (half * 32 + (mi >> 1) * 8 + mr) * kChunk * 2;  // K chunk rows (keys)
   const uint32_t vb_lane = ((mi & 1) * 8 + mr) * kChunk * 2;               // V chunk rows (keys)
 
-  const float sm_scale = p.sm_scale;
+  // sm_scale * log2(e), rounded once to fp32: scores in log2 units (see the softmax below).
+  const float scale_log2 = p.sm_scale * 1.4426950408889634f;
 
   // Ring of kStages chunk buffers: chunk g lives in buffer g % kStages. rd is the buffer computed
   // now; the one issued now is rd - 1 (mod kStages), freed by the previous step.
@@ -351,26 +352,32 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     });
 
     // ---- online softmax over this 64-key tile (split_plan.h numerics 2) ----
-    // Visible: inside the split (only the last tile is partial) and, in the draft block, the
-    // tree mask. Branch-free: a key limit and a visibility word per row.
+    // Scores are kept in log2 units, t = s * log2(e), so each probability is one FFMA and one
+    // exp2f (2 ulp, the same bound as expf): p = 2^(t - m2) = e^(s - m). gpu_bounds.h counts the
+    // extra fp32 roundings of the scaling.
+    // Visible: inside the split (only the last tile of a split is partial) and, in the draft
+    // block, the tree mask: a key limit and 32 visibility bits per row, branch-free.
     const int64_t left = key_end - tile_key0;
     const int key_limit = left < kKvTile ? static_cast<int>(left) : kKvTile;
-    uint64_t vis[2] = {~0ull, ~0ull};
-    if (is_draft) {
-      vis[0] = vis_s[rg * 16 + frag_row];
-      vis[1] = vis_s[rg * 16 + frag_row + 8];
-    }
     float tile_max[2] = {-INFINITY, -INFINITY};
+    // vis is all ones outside the draft block; one 32-bit half of it per lane suffices, since a
+    // lane's keys all lie in half `half` of the tile.
+    uint32_t vis[2] = {~0u, ~0u};
+    if (is_draft) {
+      vis[0] = static_cast<uint32_t>(vis_s[rg * 16 + frag_row] >> (half * 32));
+      vis[1] = static_cast<uint32_t>(vis_s[rg * 16 + frag_row + 8] >> (half * 32));
+    }
+    const int limit_in_half = key_limit - half * 32;  // keys of this half inside the split
 #pragma unroll
     for (int n = 0; n < 4; ++n)
 #pragma unroll
       for (int f = 0; f < 4; ++f) {
         const int hr = f >> 1;  // fragments 0,1: row frag_row; 2,3: row frag_row + 8
-        const int key_local = half * 32 + n * 8 + frag_col + (f & 1);
-        const bool visible = key_local < key_limit && ((vis[hr] >> key_local) & 1);
-        const float s = visible ? s_acc[n][f] * sm_scale : -INFINITY;
-        s_acc[n][f] = s;
-        tile_max[hr] = fmaxf(tile_max[hr], s);
+        const int k = n * 8 + frag_col + (f & 1);  // key within this warp's half
+        const bool visible = k < limit_in_half && ((vis[hr] >> k) & 1u);
+        const float t = visible ? s_acc[n][f] * scale_log2 : -INFINITY;
+        s_acc[n][f] = t;
+        tile_max[hr] = fmaxf(tile_max[hr], t);
       }
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
@@ -385,18 +392,20 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       const int r = rg * 16 + frag_row + 8 * hr;
       m_new[hr] = fmaxf(m_run[hr], fmaxf(red_max[r], red_max[kRows + r]));
       // m_new == -inf only when nothing was visible yet: keep the (zero) state as is. Otherwise
-      // exp(-inf - finite) = 0 correctly discards an empty previous state; -inf - -inf never occurs.
-      scale[hr] = m_new[hr] == -INFINITY ? 1.f : expf(m_run[hr] - m_new[hr]);
+      // 2^(-inf - finite) = 0 correctly discards an empty previous state; -inf - -inf never occurs.
+      scale[hr] = m_new[hr] == -INFINITY ? 1.f : exp2f(m_run[hr] - m_new[hr]);
     }
 #pragma unroll
     for (int n = 0; n < 4; ++n) {
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
-        const float s0 = s_acc[n][2 * hr], s1 = s_acc[n][2 * hr + 1];
-        // Masked keys get probability exactly 0 (s = -inf); l sums the unrounded fp32 values and
+        const float t0 = s_acc[n][2 * hr], t1 = s_acc[n][2 * hr + 1];
+        // Masked keys get probability exactly 0 (t = -inf, and m_new is finite whenever any key
+        // of the row was visible, so exp2f(-inf) = 0 with no NaN); a row with nothing visible yet
+        // has m_new = -inf and every t = -inf: guarded to 0. l sums the unrounded fp32 values and
         // the tensor cores get them rounded to bf16 (round to nearest even).
-        const float p0 = s0 == -INFINITY ? 0.f : expf(s0 - m_new[hr]);
-        const float p1 = s1 == -INFINITY ? 0.f : expf(s1 - m_new[hr]);
+        const float p0 = t0 == -INFINITY ? 0.f : exp2f(t0 - m_new[hr]);
+        const float p1 = t1 == -INFINITY ? 0.f : exp2f(t1 - m_new[hr]);
         part_sum[hr] += p0 + p1;
         const int r = rg * 16 + frag_row + 8 * hr;
         const int key_local = half * 32 + n * 8 + frag_col;
@@ -467,8 +476,10 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
         *reinterpret_cast<float2*>(o + col) =
             make_float2(acc[c][n][2 * hr] * inv, acc[c][n][2 * hr + 1] * inv);
       }
+    // lse = ln 2 * (m2 + log2 l): natural log, as split_plan.h numerics 3 reports it.
     if (half == 0 && (lane & 3) == 0)
-      args.ws_lse[partial * rows_total + out_row] = empty ? -INFINITY : m_run[hr] + logf(l_run[hr]);
+      args.ws_lse[partial * rows_total + out_row] =
+          empty ? -INFINITY : 0.6931471805599453f * (m_run[hr] + log2f(l_run[hr]));
   }
 }
 

@@ -71,12 +71,13 @@ struct Bound {
 // products). N = P + D keys at most in one partial; T_n = N / 64 + 2 tiles at most.
 //  Scores: |s| <= smax = sm_scale ||q|| ||k|| (Cauchy-Schwarz, also bounding sum |q_k k_k|).
 //   mma.sync forms bf16 x bf16 products exactly (16-bit significands) and accumulates the 576 of
-//   them in fp32, order unknown: |dot error| <= gamma_576(2^-23) sum |q_k k_k|; the sm_scale
-//   multiply adds u |s|. delta_s = smax (gamma_576(2^-23) + u). The model reads the same bf16
-//   operands exactly, so nothing else enters the scores.
+//   them in fp32, order unknown: |dot error| <= gamma_576(2^-23) sum |q_k k_k|. The kernel keeps
+//   scores in log2 units, t = dot * fl(sm_scale * log2 e): the constant's rounding and the multiply
+//   add 2u |s|. delta_s = smax (gamma_576(2^-23) + 2u) (natural units). The model reads the same
+//   bf16 operands exactly, so nothing else enters the scores.
 //  Weights p_j = expf(s_j - m): both s_j and the running max m are computed scores, so the
 //   exponent is off by <= 2 delta_s, plus the fp32 subtraction (u |s_j - m| <= 2 u smax), plus
-//   expf's 2 ulp: eps_p = expm1(2 delta_s + 2 u smax) + 2 kExpU (relative, per weight).
+//   exp2f's 2 ulp: eps_p = expm1(2 delta_s + 2 u smax) + 2 kExpU (relative, per weight).
 //   The per-tile rescale exp(m_old - m_new) multiplies l and acc by the same computed number, so
 //   its error cancels in o = acc / l (it enters lse only, below).
 //  Partial o = sum_j bf16(p_j) v_j / sum_j p_j: numerator weights off by eps_p + 2^-9 (bf16
@@ -84,10 +85,11 @@ struct Bound {
 //   relative weight errors a_j (numerator), b_j (denominator) moves by <= (max|a| + max|b|) v_max
 //   / (1 - max|b|). Sums: acc over N keys on tensor cores gamma_N(2^-23), l over N keys in fp32
 //   gamma_N(u) (through the 64-key tile sums and the running sum), the division u.
-//  Partial lse = m + log(l): |m error| <= delta_s; l is off by gamma_N(u) + eps_p-type terms
-//   already counted in the weights (relative eps_p + rescale error T_n (kExpU + 2 u smax)); logf
-//   adds 2 ulp of |log l| <= log N. delta_l = delta_s + eps_p + gamma_N(u) + T_n (kExpU + 2 u
-//   smax) + kExpU (log N + 1) + u (smax + log N) (the final add).
+//  Partial lse = ln2 (m2 + log2 l): |m error| <= delta_s; l is off by gamma_N(u) + eps_p-type
+//   terms already counted in the weights (relative eps_p + rescale error T_n (kExpU + 2 u smax));
+//   log2f adds 2 ulp of |log2 l| <= log2 N; the add and the multiply by fl(ln 2) add 3 u |lse|
+//   with |lse| <= smax + log N. delta_l = delta_s + eps_p + gamma_N(u) + T_n (kExpU + 2 u smax) +
+//   2 kExpU (log N + 1) + 3 u (smax + log N).
 //  Merge: w_s = expf(lse_s - M): exponent off by 2 delta_l, plus expf: eps_w = expm1(2 delta_l) +
 //   2 kExpU; o = sum w_s o_s / sum w_s: the convex-combination rule again gives 2 eps_w v_max,
 //   plus each o_s's own error (E_part v_max), plus fp32 sums over <= 65 partials gamma_65(u).
@@ -97,14 +99,14 @@ inline Bound derive_bound(const Magnitudes& m, float sm_scale, int32_t num_split
   const double N = static_cast<double>(m.prefix_len + m.draft_nodes);
   const double tiles = N / kKvTile + 2;
   const double smax = static_cast<double>(sm_scale) * m.q_norm * m.key_norm;
-  const double delta_s = smax * (gamma_n(kRowDim, kUTc) + kU);
+  const double delta_s = smax * (gamma_n(kRowDim, kUTc) + 2 * kU);
   const double eps_p = std::expm1(2 * delta_s + 2 * kU * smax) + 2 * kExpU;
   const double a = eps_p + kBf16U + eps_p * kBf16U;
   const double b = eps_p;
   double e_part = (a + b) / (1 - b) + gamma_n(N, kUTc) + gamma_n(N, kU) + kU;
   const double log_n = std::log(std::max(N, 1.0));
   const double delta_l = delta_s + eps_p + gamma_n(N, kU) + tiles * (kExpU + 2 * kU * smax) +
-                         kExpU * (log_n + 1) + kU * (smax + log_n);
+                         2 * kExpU * (log_n + 1) + 3 * kU * (smax + log_n);
   const double eps_w = std::expm1(2 * delta_l) + 2 * kExpU;
   const double np = num_partials(num_splits);
   double o_sum = e_part + 2 * eps_w / (1 - eps_w) + gamma_n(np, kU) + kBf16U;
