@@ -23,7 +23,7 @@ const bool kRcSeeded = [] {
     const std::string params = "seed=" + std::to_string(seed_from_env(20261129));
     setenv("RC_PARAMS", params.c_str(), 0);
   }
-  std::printf("rapidcheck: RC_PARAMS=\"%s\"\n", std::getenv("RC_PARAMS"));
+  std::fprintf(stderr, "rapidcheck: RC_PARAMS=\"%s\"\n", std::getenv("RC_PARAMS"));
   return true;
 }();
 

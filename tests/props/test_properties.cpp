@@ -51,7 +51,7 @@ TEST_P(PropertySuite, CampaignFindsNothing) {
   if (!b) GTEST_SKIP() << "backend " << GetParam() << " not available";
   CampaignOptions o;
   o.seed = seed_from_env(20261129);
-  o.cases = cases_from_env(40);
+  o.cases = cases_from_env(60);
   if (GetParam() == "model") o.cases = std::max(1, o.cases / 2);
   o.out_dir = std::filesystem::path(MLAV_PROPS_OUT_DIR) / "failures";
   std::printf("property campaign on %s: MLAV_SEED=%llu MLAV_CASES=%d (rerun with these to "
