@@ -150,8 +150,9 @@ struct RowState {
 // vector unit is used where present and the binary still runs anywhere. Every clone computes the
 // same bits: the lanes of dot_row and the elementwise P @ V loops are independent per element,
 // -ffp-contract=off forbids FMA, and nothing is reassociated, whatever the vector width.
+// Not under sanitizers: their runtime is not up yet when the loader runs the ifunc resolver.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__)
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 void run_item(const RunContext& ctx, const WorkItem& item) {
