@@ -59,14 +59,18 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   if (const char* env = std::getenv("MLAV_CUDA_STAGES")) want = std::atoi(env);
   if (want != kStagesSm90 && want != kStagesSm120) want = kStagesSm90;
   const bool hopper = major == 9 && minor == 0;
-  stages_ = hopper && optin >= partial_smem_bytes(want) ? want : kStagesSm120;
+  const int want_bytes = want == kStagesSm90 ? partial_smem_bytes(kStagesSm90, kColsSm90)
+                                             : partial_smem_bytes(kStagesSm120, kColsSm120);
+  stages_ = hopper && optin >= want_bytes ? want : kStagesSm120;
 #else
   stages_ = kStagesSm120;
 #endif
-  if (optin < partial_smem_bytes(stages_))
+  const int need = stages_ == kStagesSm90 ? partial_smem_bytes(kStagesSm90, kColsSm90)
+                                          : partial_smem_bytes(kStagesSm120, kColsSm120);
+  if (optin < need)
     throw Unsupported("cuda verify kernel: device allows " + std::to_string(optin) +
                       " bytes of shared memory per block, the kernel needs " +
-                      std::to_string(partial_smem_bytes(stages_)));
+                      std::to_string(need));
 #ifdef MLAV_HAVE_SM90_VARIANT
   if (stages_ == kStagesSm90) detail::prepare_partial_stages6();
   else detail::prepare_partial_stages2();

@@ -18,25 +18,34 @@ namespace mlaverify::cuda::detail {
 // ---------------------------------------------------------------------------------------------
 // Geometry. A block owns 64 (node, head) rows of one request and one split (or the draft block).
 // Key tiles are kKvTile = 64 tokens (the softmax rescale granularity of split_plan.h). A tile is
-// streamed through shared memory in 17 chunks of 64 tokens x 64 columns: 9 for S = Q K^T
-// (latent columns 0..511 then k_pe), then 8 for O += P V (V = latent columns, re-read from L2:
-// the Q tile (72 KB) and a whole KV tile (72 KB) do not both fit in sm_120's 99 KB).
+// streamed through shared memory in chunks of 64 tokens x kCols columns (64 on sm_120: 17 chunks,
+// 9 for S = Q K^T over latent columns 0..511 then k_pe, 8 for O += P V; 128 on Hopper: 9 chunks,
+// 4 + a half-width k_pe chunk, then 4). V (= latent columns) is re-read from L2: the Q tile
+// (72 KB) and a whole KV tile (72 KB) do not both fit in sm_120's 99 KB.
 // Warps: 8 = 4 row groups (16 rows) x 2 halves. For S a half is 32 of the tile's 64 keys; for PV
-// a half is 32 of each chunk's 64 output columns, so each warp accumulates 16 rows x 256 columns
+// a half is half of each chunk's output columns, so each warp accumulates 16 rows x 256 columns
 // (128 fp32 registers per thread) and every warp works on every chunk.
 // ---------------------------------------------------------------------------------------------
 constexpr int kRows = kRowsPerBlock;
 constexpr int kThreads = kThreadsPerBlock;
-constexpr int kChunk = 64;                  // columns per chunk
-constexpr int kKChunks = kRowDim / kChunk;  // 9
-constexpr int kVChunks = kLatentDim / kChunk;  // 8
-constexpr int kChunksPerTile = kKChunks + kVChunks;  // 17
 static_assert(kKvTile == 64, "the chunk loader and warp layout assume 64-token tiles");
 static_assert(kThreads == 256 && kRows == 64, "warp layout: 4 row groups x 2 halves");
 
 constexpr int kQElems = kRows * kRowDim;      // [64, 576] bf16
 constexpr int kPElems = kRows * kKvTile;      // [64, 64] bf16
-constexpr int kChunkElems = kKvTile * kChunk;  // [64, 64] bf16
+
+// Chunk geometry for kCols columns per chunk (64 or 128).
+template <int kCols>
+struct Chunking {
+  static_assert(kCols == 64 || kCols == 128, "16-byte units, swizzle groups of 8 units");
+  static constexpr int kKChunks = kLatentDim / kCols + 1;  // latent chunks, then one for k_pe
+  static constexpr int kVChunks = kLatentDim / kCols;
+  static constexpr int kPerTile = kKChunks + kVChunks;      // 17 or 9
+  static constexpr int kElems = kKvTile * kCols;            // [64, kCols] bf16
+  static constexpr int kRowBytes = kCols * 2;
+  static constexpr int kNTiles = kCols / 16;  // n8 tiles of a warp's half of a V chunk: 4 or 8
+  static constexpr int kPairs = kNTiles / 2;  // ldmatrix.x4.trans loads two n8 tiles
+};
 
 
 // Calls f.template operator()<I>() for I = kBegin .. kEnd - 1, unrolled at compile time.
@@ -134,9 +143,16 @@ __device__ __forceinline__ bool mask_bit(const VerifyParams& p, int32_t req, con
 // ---------------------------------------------------------------------------------------------
 // Partial kernel. grid = (row tiles, batch_size, num_splits + 1); z == num_splits is the draft.
 // ---------------------------------------------------------------------------------------------
-template <int kStages>
+template <int kStages, int kCols>
 __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs args) {
   static_assert(kStages >= 2, "double buffering at least");
+  using CK = Chunking<kCols>;
+  constexpr int kKChunks = CK::kKChunks;
+  constexpr int kVChunks = CK::kVChunks;
+  constexpr int kChunksPerTile = CK::kPerTile;
+  constexpr int kChunkElems = CK::kElems;
+  constexpr int kRowBytes = CK::kRowBytes;
+  constexpr int kNT = CK::kNTiles;
   const VerifyParams& p = args.p;
   // Split outermost: blocks are scheduled x, then y, then z, so every request's prefix blocks go
   // first and the short draft blocks (z == num_splits) fill the tail as prefix blocks finish.
@@ -161,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [64, 576]
   __nv_bfloat16* p_s = q_s + kQElems;                                 // [64, 64]
-  __nv_bfloat16* kv_s = p_s + kPElems;                                // [kStages, 64, 64]
+  __nv_bfloat16* kv_s = p_s + kPElems;                                // [kStages, 64, kCols]
   float* red_max = reinterpret_cast<float*>(kv_s + kStages * kChunkElems);  // [2, 64]
   float* red_sum = red_max + 2 * kRows;                                     // [2, 64]
   uint64_t* vis_s = reinterpret_cast<uint64_t*>(red_sum + 2 * kRows);       // [64]
@@ -234,27 +250,32 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   };
   const uint32_t kv_base = smem_addr(kv_s);
   // Destination of this thread's 16 bytes in a chunk buffer (swizzled; key & 7 == ld_key & 7).
-  const uint32_t ld_dst0 = (ld_key * kChunk + ((ld_unit ^ (ld_key & 7)) * 8)) * 2;
-  const uint32_t ld_dst1 = ld_dst0 + 32 * kChunk * 2;
+  // With 128 columns the thread also loads unit ld_unit + 8, 128 bytes further in the row (the
+  // swizzle keeps the group of 8 and permutes within it).
+  const uint32_t ld_dst0 = ld_key * kRowBytes + (ld_unit ^ (ld_key & 7)) * 16;
+  const uint32_t ld_dst1 = ld_dst0 + 32 * kRowBytes;
   // Issues the chunk holding part `kPart` of the current loader tile into buffer `buf`.
   auto issue_part = [&]<int kPart>(uint32_t buf) {
-    const int off = kPart < kKChunks - 1 ? kPart * kChunk
-                    : kPart == kKChunks - 1 ? 0
-                                            : (kPart - kKChunks) * kChunk;
-    const __nv_bfloat16* s0 = (kPart == kKChunks - 1 ? rope_src[0] : lat_src[0]) + off;
-    const __nv_bfloat16* s1 = (kPart == kKChunks - 1 ? rope_src[1] : lat_src[1]) + off;
+    constexpr bool rope = kPart == kKChunks - 1;  // k_pe: 64 columns, one unit per key and thread
+    constexpr int off = kPart < kKChunks - 1 ? kPart * kCols : rope ? 0 : (kPart - kKChunks) * kCols;
+    const __nv_bfloat16* s0 = (rope ? rope_src[0] : lat_src[0]) + off;
+    const __nv_bfloat16* s1 = (rope ? rope_src[1] : lat_src[1]) + off;
     cp_async16(buf + ld_dst0, s0, src_bytes[0]);
     cp_async16(buf + ld_dst1, s1, src_bytes[1]);
+    if constexpr (kCols == 128 && !rope) {
+      cp_async16(buf + ld_dst0 + 128, s0 + 64, src_bytes[0]);
+      cp_async16(buf + ld_dst1 + 128, s1 + 64, src_bytes[1]);
+    }
   };
 
   // ---- per-row softmax state: this thread holds rows lane/4 and lane/4 + 8 of its row group ----
   float m_run[2] = {-INFINITY, -INFINITY};
   float l_run[2] = {0.f, 0.f};
-  float acc[kVChunks][4][4];  // [V chunk][n8 tile][fragment]: 16 rows x 256 columns per warp
+  float acc[kVChunks][kNT][4];  // [V chunk][n8 tile][fragment]: 16 rows x 256 columns per warp
 #pragma unroll
   for (int c = 0; c < kVChunks; ++c)
 #pragma unroll
-    for (int n = 0; n < 4; ++n)
+    for (int n = 0; n < kNT; ++n)
 #pragma unroll
       for (int f = 0; f < 4; ++f) acc[c][n][f] = 0.f;
 
@@ -263,18 +284,22 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const int mi = lane >> 3, mr = lane & 7;  // ldmatrix: which 8x8 matrix, which of its rows
   const int a_row = rg * 16 + (lane & 15);  // A operand row this lane addresses (a_row & 7 == mr)
   // Per-lane ldmatrix byte offsets; the swizzle of a compile-time unit needs only unit ^ (row & 7).
-  uint32_t xa[4], xb[4], xv[2];
+  // k16 step ks reads units ks * 2 + {0, 1}: group ks / 4 (128 bytes each), (ks % 4) within it.
+  uint32_t xa[4], xb[4], xv[CK::kPairs];
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks) {
     xa[ks] = ((ks * 2 + (lane >> 4)) ^ mr) * 16;
     xb[ks] = ((ks * 2 + (mi & 1)) ^ mr) * 16;
   }
 #pragma unroll
-  for (int pair = 0; pair < 2; ++pair) xv[pair] = ((half * 4 + pair * 2 + (mi >> 1)) ^ mr) * 16;
+  for (int pair = 0; pair < CK::kPairs; ++pair) {
+    const int unit = half * (kCols / 16) + pair * 2 + (mi >> 1);  // V columns of this warp's half
+    xv[pair] = ((unit & ~7) | ((unit ^ mr) & 7)) * 16;
+  }
   const uint32_t q_lane = smem_addr(q_s) + a_row * kRowDim * 2;
   const uint32_t p_lane = smem_addr(p_s) + a_row * kKvTile * 2;
-  const uint32_t kb_lane = (half * 32 + (mi >> 1) * 8 + mr) * kChunk * 2;  // K chunk rows (keys)
-  const uint32_t vb_lane = ((mi & 1) * 8 + mr) * kChunk * 2;               // V chunk rows (keys)
+  const uint32_t kb_lane = (half * 32 + (mi >> 1) * 8 + mr) * kRowBytes;  // K chunk rows (keys)
+  const uint32_t vb_lane = ((mi & 1) * 8 + mr) * kRowBytes;               // V chunk rows (keys)
 
   // sm_scale * log2(e), rounded once to fp32: scores in log2 units (see the softmax below).
   const float scale_log2 = p.sm_scale * 1.4426950408889634f;
@@ -337,14 +362,17 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 
     static_for<0, kKChunks>([&]<int kPart>() {
       const uint32_t buf = step.template operator()<kPart>(tile);
+      constexpr int ksteps = kPart == kKChunks - 1 ? kRopeDim / 16 : kCols / 16;
 #pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
+      for (int ks = 0; ks < ksteps; ++ks) {
         uint32_t a[4];
-        ldmatrix_x4(q_lane + kPart * kChunk * 2 + xa[ks], a[0], a[1], a[2], a[3]);
+        // Q columns kPart * kCols + ks * 16 (k_pe starts at 512 = (kKChunks - 1) * kCols).
+        ldmatrix_x4(q_lane + kPart * kCols * 2 + (ks >> 2) * 128 + xa[ks & 3], a[0], a[1], a[2], a[3]);
 #pragma unroll
         for (int pair = 0; pair < 2; ++pair) {
           uint32_t b0, b1, b2, b3;
-          ldmatrix_x4(buf + kb_lane + pair * 16 * kChunk * 2 + xb[ks], b0, b1, b2, b3);
+          ldmatrix_x4(buf + kb_lane + pair * 16 * kRowBytes + (ks >> 2) * 128 + xb[ks & 3], b0,
+                      b1, b2, b3);
           mma_bf16(s_acc[pair * 2], a, b0, b1);
           mma_bf16(s_acc[pair * 2 + 1], a, b2, b3);
         }
@@ -429,7 +457,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 #pragma unroll
     for (int c = 0; c < kVChunks; ++c)
 #pragma unroll
-      for (int n = 0; n < 4; ++n) {
+      for (int n = 0; n < kNT; ++n) {
         acc[c][n][0] *= scale[0];
         acc[c][n][1] *= scale[0];
         acc[c][n][2] *= scale[1];
@@ -447,9 +475,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
-        for (int pair = 0; pair < 2; ++pair) {
+        for (int pair = 0; pair < CK::kPairs; ++pair) {
           uint32_t b0, b1, b2, b3;
-          ldmatrix_x4_trans(buf + vb_lane + ks * 16 * kChunk * 2 + xv[pair], b0, b1, b2, b3);
+          ldmatrix_x4_trans(buf + vb_lane + ks * 16 * kRowBytes + xv[pair], b0, b1, b2, b3);
           mma_bf16(acc[kC][pair * 2], pa[ks], b0, b1);
           mma_bf16(acc[kC][pair * 2 + 1], pa[ks], b2, b3);
         }
@@ -471,8 +499,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 #pragma unroll
     for (int c = 0; c < kVChunks; ++c)
 #pragma unroll
-      for (int n = 0; n < 4; ++n) {
-        const int col = c * kChunk + half * 32 + n * 8 + frag_col;
+      for (int n = 0; n < kNT; ++n) {
+        const int col = c * kCols + half * (kCols / 2) + n * 8 + frag_col;
         *reinterpret_cast<float2*>(o + col) =
             make_float2(acc[c][n][2 * hr] * inv, acc[c][n][2 * hr + 1] * inv);
       }

@@ -16,22 +16,25 @@ namespace mlaverify::cuda {
 inline constexpr int kRowsPerBlock = 64;  // (node, head) rows per block: one GEMM M tile
 inline constexpr int kThreadsPerBlock = 256;
 
-// Dynamic shared memory of the partial kernel for `stages` KV chunk buffers (see verify_kernel.cuh
-// for the carve-up): Q tile 64 x 576 bf16, P tile 64 x 64 bf16, stages x (64 x 64 bf16), row
-// max/sum exchange 2 x 2 x 64 fp32, draft visibility 64 x uint64.
-constexpr int partial_smem_bytes(int stages) {
-  return kRowsPerBlock * 576 * 2 + 64 * 64 * 2 + stages * 64 * 64 * 2 + 2 * 2 * 64 * 4 + 64 * 8;
+// Dynamic shared memory of the partial kernel for `stages` KV chunk buffers of 64 keys x `cols`
+// columns (see verify_kernel.cuh for the carve-up): Q tile 64 x 576 bf16, P tile 64 x 64 bf16,
+// stages x (64 x cols bf16), row max/sum exchange 2 x 2 x 64 fp32, draft visibility 64 x uint64.
+constexpr int partial_smem_bytes(int stages, int cols) {
+  return kRowsPerBlock * 576 * 2 + 64 * 64 * 2 + stages * 64 * cols * 2 + 2 * 2 * 64 * 4 + 64 * 8;
 }
-// sm_120 (RTX PRO 6000) allows 101,376 bytes per block: two chunk buffers fit, three do not.
+// sm_120 (RTX PRO 6000) allows 101,376 bytes per block: two 64-column buffers fit, three do not.
 inline constexpr int kStagesSm120 = 2;
-// Hopper allows 232,448 bytes: deeper pipeline, more bytes in flight per SM.
+inline constexpr int kColsSm120 = 64;
+// Hopper allows 232,448 bytes: six 128-column buffers, twice the steps' work and half the barriers.
 inline constexpr int kStagesSm90 = 6;
+inline constexpr int kColsSm90 = 128;
 inline constexpr int kSm120SmemLimit = 101376;
-static_assert(partial_smem_bytes(kStagesSm120) <= kSm120SmemLimit, "sm_120 smem budget");
-static_assert(partial_smem_bytes(kStagesSm120 + 1) > kSm120SmemLimit, "a third buffer would fit");
+static_assert(partial_smem_bytes(kStagesSm120, kColsSm120) <= kSm120SmemLimit, "sm_120 budget");
+static_assert(partial_smem_bytes(kStagesSm120 + 1, kColsSm120) > kSm120SmemLimit,
+              "a third buffer would fit");
 #ifdef MLAV_SM120_DYN_SMEM
 // cuda/CMakeLists.txt hands this number to the resource check; it must be the one we request.
-static_assert(partial_smem_bytes(kStagesSm120) == MLAV_SM120_DYN_SMEM,
+static_assert(partial_smem_bytes(kStagesSm120, kColsSm120) == MLAV_SM120_DYN_SMEM,
               "update MLAV_SM120_DYN_SMEM in cuda/CMakeLists.txt");
 #endif
 
