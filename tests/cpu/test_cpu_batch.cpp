@@ -158,5 +158,18 @@ TEST(CpuBackendBatch, LargeTreeOverSeveralDraftTiles) {
   run_and_check(batch, "D = 300");
 }
 
+TEST(CpuBackendBatch, LargestSupportedTree) {
+  // D = 1024, the most can_implement accepts: sixteen draft tiles and a 1 MB visibility block.
+  Rng rng(base_seed() + 205);
+  BatchSpec spec;
+  spec.requests.push_back({DraftTree::from_parents(random_parents(rng, 1024)), 0});
+  spec.num_heads = 1;
+  spec.mask_format = MaskFormat::DraftBits;
+  spec.seed = base_seed() + 205;
+  VerifyBatch batch = VerifyBatch::build(spec);
+  EXPECT_TRUE(CpuBackend({.threads = 1}).can_implement(batch.params()));
+  run_and_check(batch, "D = 1024");
+}
+
 }  // namespace
 }  // namespace mlaverify::cpu::testing
