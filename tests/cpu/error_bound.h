@@ -19,7 +19,9 @@
 namespace mlaverify::cpu::testing {
 
 inline constexpr double kU = 0x1.0p-24;     // fp32 unit roundoff
-inline constexpr double kBf16U = 0x1.0p-9;  // bf16 unit roundoff (8 significant bits)
+// bf16 unit roundoff: 8 significant bits (7 stored + 1 implicit), so an ulp at 1 is 2^-7 and
+// rounding to nearest moves a value by at most 2^-8 of itself. (SPEC §6 says 2^-9; see README.)
+inline constexpr double kBf16U = 0x1.0p-8;
 
 // gamma_n = n u / (1 - n u): the classic bound on n chained fp32 roundings (Higham, Thm 3.1).
 inline double gamma_n(double n) { return n * kU / (1.0 - n * kU); }
@@ -113,7 +115,7 @@ struct ErrorBound {
   double lse_abs;  // |lse - ref| for every (token, head) that is not fully masked
 };
 
-// The derivation, term by term (u = 2^-24, u_b = 2^-9; first-order terms are summed and the sum
+// The derivation, term by term (u = 2^-24, u_b = 2^-8; first-order terms are summed and the sum
 // is then multiplied by (1 + sum) to cover the products of terms):
 //  Scores. |s| <= smax = sm_scale ||q|| ||k|| (Cauchy-Schwarz, also bounding sum |q_k c_k|). The
 //   CPU's dot product rounds each product once and chains 35 additions per lane plus a 4-level
