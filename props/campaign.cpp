@@ -109,8 +109,7 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
     }
     if (any_failed && o.stop_at_first_failure) break;
   }
-  report.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
 

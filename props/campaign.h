@@ -34,12 +34,12 @@ struct PropertyStats {
 
 struct Failure {
   std::string property;
-  int32_t case_index = 0;    // 1-based: how many cases the campaign had run when this failed
-  Case original;             // as generated
+  int32_t case_index = 0;      // 1-based: how many cases the campaign had run when this failed
+  Case original;               // as generated
   scenarios::Scenario shrunk;  // the smallest failing case found, ready to save
-  std::string detail;        // the shrunk case's diagnostic
+  std::string detail;          // the shrunk case's diagnostic
   int32_t shrink_evals = 0;
-  int32_t shrink_steps = 0;  // accepted simplifications
+  int32_t shrink_steps = 0;    // accepted simplifications
   std::filesystem::path file;  // where it was written (empty if not)
 };
 
@@ -60,7 +60,8 @@ struct FuzzReport {
 FuzzReport run_campaign(Backend& backend, const CampaignOptions& options);
 
 // Greedy shrinking of a failing case for one property: tries simpler_cases, keeps the first that
-// still fails, repeats; at most max_evals evaluations. Returns the last failing case and its result.
+// still fails, repeats; at most max_evals evaluations. Returns the last failing case and its
+// result.
 struct ShrinkResult {
   Case smallest;
   PropertyResult result;

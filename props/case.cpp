@@ -21,10 +21,16 @@ model::BatchSpec to_batch_spec(const Case& c) {
   s.sm_scale = c.sm_scale;
   s.kv_dtype = c.kv_dtype;
   switch (c.layout) {
-    case LayoutKind::LatentFirst: s.layout = KvLayout::latent_first(c.row_stride); break;
-    case LayoutKind::RopeFirst: s.layout = KvLayout::rope_first(c.row_stride); break;
+    case LayoutKind::LatentFirst:
+      s.layout = KvLayout::latent_first(c.row_stride);
+      break;
+    case LayoutKind::RopeFirst:
+      s.layout = KvLayout::rope_first(c.row_stride);
+      break;
     // The builder places the two regions itself (their offsets depend on the pool size).
-    case LayoutKind::Split: s.layout = KvLayout::split(0, kLatentDim, 0, kRopeDim); break;
+    case LayoutKind::Split:
+      s.layout = KvLayout::split(0, kLatentDim, 0, kRopeDim);
+      break;
   }
   s.row_stride = c.row_stride;
   s.draft_source = c.draft_source;
@@ -143,7 +149,8 @@ RequestView request_view(const model::VerifyBatch& batch, int32_t i) {
   const auto& md = batch.metadata();
   RequestView v;
   v.q_begin = md.qo_indptr.at(static_cast<size_t>(i));
-  v.draft_nodes = md.qo_indptr.at(static_cast<size_t>(i) + 1) - md.qo_indptr[static_cast<size_t>(i)];
+  v.draft_nodes =
+      md.qo_indptr.at(static_cast<size_t>(i) + 1) - md.qo_indptr[static_cast<size_t>(i)];
   v.prefix_len = batch.prefix_len(i);
   return v;
 }

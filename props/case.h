@@ -54,9 +54,9 @@ void compact_slots(model::VerifyBatch& batch);
 
 // Token ranges of one request in the batch (real or padded).
 struct RequestView {
-  int64_t q_begin;       // first token
-  int32_t draft_nodes;   // D_i
-  int64_t prefix_len;    // P_i
+  int64_t q_begin;      // first token
+  int32_t draft_nodes;  // D_i
+  int64_t prefix_len;   // P_i
 };
 RequestView request_view(const model::VerifyBatch& batch, int32_t i);
 

@@ -29,7 +29,8 @@ std::string Comparison::to_string() const {
   std::ostringstream os;
   os.precision(4);
   os << (pass ? "pass" : "FAIL") << ": rel_frobenius " << rel_frobenius << ", max_abs " << max_abs
-     << " (" << max_abs_rel << " of max|ref|), cosine " << cosine << ", max lse err " << max_lse_err;
+     << " (" << max_abs_rel << " of max|ref|), cosine " << cosine << ", max lse err "
+     << max_lse_err;
   if (nonfinite) os << ", " << nonfinite << " non-finite";
   if (violations) os << ", " << violations << " beyond bound";
   os << "; worst " << worst.to_string() << " err " << worst_err << " vs bound " << worst_bound;
@@ -107,8 +108,8 @@ Tolerance derive_tolerance(model::VerifyBatch& batch, int32_t i) {
   tol.lse_abs = dlse + gamma_f32(sp + 2.0) + 2.0 * u * (smax + ln_n + std::log(sp) + 1.0);
   std::ostringstream os;
   os.precision(3);
-  os << "request " << i << ": n=" << n << " Smax=" << smax << " eps_s=" << eps_s
-     << " vmax=" << vmax << " -> o_abs " << tol.o_abs << " + 2^-8|ref|, lse " << tol.lse_abs;
+  os << "request " << i << ": n=" << n << " Smax=" << smax << " eps_s=" << eps_s << " vmax=" << vmax
+     << " -> o_abs " << tol.o_abs << " + 2^-8|ref|, lse " << tol.lse_abs;
   tol.derivation = os.str();
   return tol;
 }

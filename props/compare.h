@@ -35,8 +35,8 @@ struct WorstIndex {
 
 // Per-request error bounds derived for the split_plan.h algorithm (see compare.cpp for each term).
 struct Tolerance {
-  double o_abs = 0;     // absolute, plus kBf16Unit * |ref| per element for the final rounding
-  double lse_abs = 0;   // absolute, on the natural-log lse
+  double o_abs = 0;        // absolute, plus kBf16Unit * |ref| per element for the final rounding
+  double lse_abs = 0;      // absolute, on the natural-log lse
   std::string derivation;  // the terms, for the report
 };
 

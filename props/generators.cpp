@@ -34,7 +34,8 @@ std::vector<int32_t> make_tree(TreeShape shape, const std::vector<uint32_t>& raw
       int32_t prev_begin = 0, prev_count = 1, level_begin = 1, level_count = 0, level = 1;
       for (int32_t t = 1; t < n; ++t) {
         const uint32_t r = raws[static_cast<size_t>(t - 1)];
-        const bool full = static_cast<uint32_t>(level_count) >= k || ((r >> 20) % 4 == 0 && level_count > 0);
+        const bool full =
+            static_cast<uint32_t>(level_count) >= k || ((r >> 20) % 4 == 0 && level_count > 0);
         if (full && level < 8) {
           prev_begin = level_begin;
           prev_count = level_count;
@@ -80,31 +81,29 @@ namespace {
 
 rc::Gen<int32_t> gen_tree_size(int32_t max_nodes) {
   auto clamp = [max_nodes](int32_t v) { return std::max(1, std::min(v, max_nodes)); };
-  return gen::map(
-      gen::weightedOneOf<int32_t>({
-          {3, gen::just<int32_t>(1)},
-          {6, gen::inRange<int32_t>(2, 9)},                          // MTP chains, small trees
-          {2, gen::element<int32_t>(31, 32, 33, 63, 64, 65)},        // word and tile edges
-          {4, gen::inRange<int32_t>(9, 65)},                         // EAGLE / Medusa
-          {1, gen::inRange<int32_t>(65, 257)},                       // Sequoia
-          {1, gen::inRange<int32_t>(257, 1025)},                     // DDTree budgets
-      }),
-      clamp);
+  return gen::map(gen::weightedOneOf<int32_t>({
+                      {3, gen::just<int32_t>(1)},
+                      {6, gen::inRange<int32_t>(2, 9)},  // MTP chains, small trees
+                      {2, gen::element<int32_t>(31, 32, 33, 63, 64, 65)},  // word and tile edges
+                      {4, gen::inRange<int32_t>(9, 65)},                   // EAGLE / Medusa
+                      {1, gen::inRange<int32_t>(65, 257)},                 // Sequoia
+                      {1, gen::inRange<int32_t>(257, 1025)},               // DDTree budgets
+                  }),
+                  clamp);
 }
 
 }  // namespace
 
 rc::Gen<std::vector<int32_t>> gen_tree(int32_t max_nodes) {
-  return gen::mapcat(gen::pair(gen_tree_shape(), gen_tree_size(max_nodes)),
-                     [](const std::pair<TreeShape, int32_t>& sn) {
-                       const TreeShape shape = sn.first;
-                       return gen::map(gen::container<std::vector<uint32_t>>(
-                                           static_cast<size_t>(sn.second - 1),
-                                           gen::arbitrary<uint32_t>()),
-                                       [shape](const std::vector<uint32_t>& raws) {
-                                         return make_tree(shape, raws);
-                                       });
-                     });
+  return gen::mapcat(
+      gen::pair(gen_tree_shape(), gen_tree_size(max_nodes)),
+      [](const std::pair<TreeShape, int32_t>& sn) {
+        const TreeShape shape = sn.first;
+        return gen::map(
+            gen::container<std::vector<uint32_t>>(static_cast<size_t>(sn.second - 1),
+                                                  gen::arbitrary<uint32_t>()),
+            [shape](const std::vector<uint32_t>& raws) { return make_tree(shape, raws); });
+      });
 }
 
 rc::Gen<int64_t> gen_prefix_len(int64_t max_prefix) {
@@ -152,8 +151,9 @@ Case normalize_case(Case c, const GenOptions& o) {
   // Prefixes are cut (largest first) until the case fits the work budget; padding goes first.
   if (case_work(c) > o.max_work) c.graph_padded_bs = 0;
   while (case_work(c) > o.max_work) {
-    auto it = std::max_element(c.requests.begin(), c.requests.end(),
-                               [](const auto& a, const auto& b) { return a.prefix_len < b.prefix_len; });
+    auto it =
+        std::max_element(c.requests.begin(), c.requests.end(),
+                         [](const auto& a, const auto& b) { return a.prefix_len < b.prefix_len; });
     if (it->prefix_len == 0) break;
     it->prefix_len /= 2;
   }
@@ -174,76 +174,73 @@ rc::Gen<Case> gen_case(const GenOptions& o) {
   static const std::vector<double> kScales = {model::preset("deepseek-v3").sm_scale(),
                                               model::preset("kimi-k2").sm_scale(),
                                               model::preset("kimi-k2-0905").sm_scale()};
-  return gen::mapcat(
-      gen::pair(gen_bs, gen_heads), [o](const std::pair<int32_t, int32_t>& bh) {
-        const int32_t bs = std::min(bh.first, o.max_batch);
-        const int32_t heads = bh.second;
-        // Each request gets an equal share of the budget: P first, then a tree that fits.
-        const int64_t share = std::max<int64_t>(2, o.max_work / (int64_t{bs} * heads));
-        auto gen_request = gen::mapcat(
-            gen_prefix_len(std::min(o.max_prefix, share - 1)), [o, share](int64_t p) {
-              // Largest D with D * (P + D) <= share.
-              const double disc = static_cast<double>(p) * p + 4.0 * static_cast<double>(share);
-              int32_t dmax = static_cast<int32_t>((std::sqrt(disc) - static_cast<double>(p)) / 2.0);
-              dmax = std::max(1, std::min(dmax, o.max_draft));
-              return gen::map(gen_tree(dmax), [p](std::vector<int32_t> parents) {
-                return scenarios::RequestDesc{std::move(parents), p};
-              });
-            });
-        auto layout = gen::tuple(
-            gen::weightedElement<LayoutKind>(
-                {{5, LayoutKind::LatentFirst}, {2, LayoutKind::Split}, {1, LayoutKind::RopeFirst}}),
-            gen::weightedElement<int64_t>({{6, kRowDim}, {1, 640}, {1, 1152}}),
-            gen::weightedElement<DType>({{4, DType::BF16}, {1, DType::F32}}),
-            gen::element(DraftKvSource::ExtendRows, DraftKvSource::CacheSlots),
-            gen::weightedElement<MaskFormat>({{3, MaskFormat::FullMask},
-                                              {1, MaskFormat::QlenOnly},
-                                              {2, MaskFormat::QlenOnlyBitpacking},
-                                              {2, MaskFormat::FlashInferPacked},
-                                              {2, MaskFormat::DraftBits}}),
-            gen::weightedElement<IndptrConvention>(
-                {{3, IndptrConvention::Csr}, {1, IndptrConvention::OffsetsOnly}}),
-            gen::element<int32_t>(1, 2, 4),
-            gen::weightedElement<int32_t>({{3, 1}, {1, 16}, {1, 64}}));
-        auto run = gen::tuple(
-            gen::weightedElement<scenarios::SlotOrder>({{3, scenarios::SlotOrder::Scattered},
-                                                        {1, scenarios::SlotOrder::Contiguous},
-                                                        {1, scenarios::SlotOrder::Defragmented}}),
-            // Extra padded rows: none, a few, or -1: pad up to max D (bs == D under replay).
-            gen::weightedOneOf<int32_t>({{4, gen::just<int32_t>(0)},
-                                         {2, gen::inRange<int32_t>(1, 9)},
-                                         {1, gen::just<int32_t>(-1)}}),
-            gen::weightedElement<bool>({{4, true}, {1, false}}),
-            // Bounded values: 4 and 16 give large-magnitude scores (|s| in the hundreds), 1e-3
-            // nearly uniform attention; never arbitrary floats (they overflow the softmax).
-            gen::weightedElement<double>({{6, 1.0}, {1, 0.1}, {2, 4.0}, {1, 16.0}, {1, 1e-3}}),
-            gen::weightedOneOf<int32_t>({{2, gen::just<int32_t>(1)},
-                                         {3, gen::inRange<int32_t>(2, 5)},
-                                         {1, gen::inRange<int32_t>(5, kMaxSplits + 1)}}),
-            gen::elementOf(kScales), gen::arbitrary<uint64_t>());
-        return gen::apply(
-            [o, heads](std::vector<scenarios::RequestDesc> reqs,
-                       std::tuple<LayoutKind, int64_t, DType, DraftKvSource, MaskFormat,
-                                  IndptrConvention, int32_t, int32_t>
-                           lay,
-                       std::tuple<scenarios::SlotOrder, int32_t, bool, double, int32_t, double,
-                                  uint64_t>
-                           r) {
-              Case c;
-              c.requests = std::move(reqs);
-              c.num_heads = heads;
-              std::tie(c.layout, c.row_stride, c.kv_dtype, c.draft_source, c.mask_format,
-                       c.mask_indptr_convention, c.mask_word_bytes, c.page_size) = lay;
-              int32_t pad = 0;
-              std::tie(c.slot_order, pad, c.poison_unused_slots, c.value_scale, c.num_splits,
-                       c.sm_scale, c.seed) = r;
-              const int32_t bs = c.batch_size();
-              c.graph_padded_bs = pad == 0 ? 0 : pad > 0 ? bs + pad : std::max(bs + 1, c.max_draft());
-              return normalize_case(std::move(c), o);
-            },
-            gen::container<std::vector<scenarios::RequestDesc>>(static_cast<size_t>(bs), gen_request),
-            layout, run);
-      });
+  return gen::mapcat(gen::pair(gen_bs, gen_heads), [o](const std::pair<int32_t, int32_t>& bh) {
+    const int32_t bs = std::min(bh.first, o.max_batch);
+    const int32_t heads = bh.second;
+    // Each request gets an equal share of the budget: P first, then a tree that fits.
+    const int64_t share = std::max<int64_t>(2, o.max_work / (int64_t{bs} * heads));
+    auto gen_request =
+        gen::mapcat(gen_prefix_len(std::min(o.max_prefix, share - 1)), [o, share](int64_t p) {
+          // Largest D with D * (P + D) <= share.
+          const double disc = static_cast<double>(p) * p + 4.0 * static_cast<double>(share);
+          int32_t dmax = static_cast<int32_t>((std::sqrt(disc) - static_cast<double>(p)) / 2.0);
+          dmax = std::max(1, std::min(dmax, o.max_draft));
+          return gen::map(gen_tree(dmax), [p](std::vector<int32_t> parents) {
+            return scenarios::RequestDesc{std::move(parents), p};
+          });
+        });
+    auto layout = gen::tuple(
+        gen::weightedElement<LayoutKind>(
+            {{5, LayoutKind::LatentFirst}, {2, LayoutKind::Split}, {1, LayoutKind::RopeFirst}}),
+        gen::weightedElement<int64_t>({{6, kRowDim}, {1, 640}, {1, 1152}}),
+        gen::weightedElement<DType>({{4, DType::BF16}, {1, DType::F32}}),
+        gen::element(DraftKvSource::ExtendRows, DraftKvSource::CacheSlots),
+        gen::weightedElement<MaskFormat>({{3, MaskFormat::FullMask},
+                                          {1, MaskFormat::QlenOnly},
+                                          {2, MaskFormat::QlenOnlyBitpacking},
+                                          {2, MaskFormat::FlashInferPacked},
+                                          {2, MaskFormat::DraftBits}}),
+        gen::weightedElement<IndptrConvention>(
+            {{3, IndptrConvention::Csr}, {1, IndptrConvention::OffsetsOnly}}),
+        gen::element<int32_t>(1, 2, 4), gen::weightedElement<int32_t>({{3, 1}, {1, 16}, {1, 64}}));
+    auto run = gen::tuple(
+        gen::weightedElement<scenarios::SlotOrder>({{3, scenarios::SlotOrder::Scattered},
+                                                    {1, scenarios::SlotOrder::Contiguous},
+                                                    {1, scenarios::SlotOrder::Defragmented}}),
+        // Extra padded rows: none, a few, or -1: pad up to max D (bs == D under replay).
+        gen::weightedOneOf<int32_t>({{4, gen::just<int32_t>(0)},
+                                     {2, gen::inRange<int32_t>(1, 9)},
+                                     {1, gen::just<int32_t>(-1)}}),
+        gen::weightedElement<bool>({{4, true}, {1, false}}),
+        // Bounded values: 4 and 16 give large-magnitude scores (|s| in the hundreds), 1e-3
+        // nearly uniform attention; never arbitrary floats (they overflow the softmax).
+        gen::weightedElement<double>({{6, 1.0}, {1, 0.1}, {2, 4.0}, {1, 16.0}, {1, 1e-3}}),
+        gen::weightedOneOf<int32_t>({{2, gen::just<int32_t>(1)},
+                                     {3, gen::inRange<int32_t>(2, 5)},
+                                     {1, gen::inRange<int32_t>(5, kMaxSplits + 1)}}),
+        gen::elementOf(kScales), gen::arbitrary<uint64_t>());
+    return gen::apply(
+        [o, heads](
+            std::vector<scenarios::RequestDesc> reqs,
+            std::tuple<LayoutKind, int64_t, DType, DraftKvSource, MaskFormat, IndptrConvention,
+                       int32_t, int32_t>
+                lay,
+            std::tuple<scenarios::SlotOrder, int32_t, bool, double, int32_t, double, uint64_t> r) {
+          Case c;
+          c.requests = std::move(reqs);
+          c.num_heads = heads;
+          std::tie(c.layout, c.row_stride, c.kv_dtype, c.draft_source, c.mask_format,
+                   c.mask_indptr_convention, c.mask_word_bytes, c.page_size) = lay;
+          int32_t pad = 0;
+          std::tie(c.slot_order, pad, c.poison_unused_slots, c.value_scale, c.num_splits,
+                   c.sm_scale, c.seed) = r;
+          const int32_t bs = c.batch_size();
+          c.graph_padded_bs = pad == 0 ? 0 : pad > 0 ? bs + pad : std::max(bs + 1, c.max_draft());
+          return normalize_case(std::move(c), o);
+        },
+        gen::container<std::vector<scenarios::RequestDesc>>(static_cast<size_t>(bs), gen_request),
+        layout, run);
+  });
 }
 
 std::vector<Case> simpler_cases(const Case& c) {

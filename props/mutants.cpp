@@ -72,12 +72,16 @@ class MutantBackend final : public Backend {
     return "mutant:" + std::string(mutant_info(m_).name) + "(" + inner_->name() + ")";
   }
   Support can_implement(const VerifyParams& p) const override { return inner_->can_implement(p); }
-  size_t workspace_bytes(const VerifyParams& p) const override { return inner_->workspace_bytes(p); }
+  size_t workspace_bytes(const VerifyParams& p) const override {
+    return inner_->workspace_bytes(p);
+  }
 
   void run(const VerifyParams& original) override {
     VerifyParams p = original;
     switch (m_) {
-      case Mutant::MaskIndptrShifted: shift_mask_indptr(p); break;
+      case Mutant::MaskIndptrShifted:
+        shift_mask_indptr(p);
+        break;
       case Mutant::RopeFirstRead:
         if (p.kv_layout.kind == LayoutKind::LatentFirst) {
           p.kv_layout = KvLayout::rope_first(p.kv_layout.latent_stride);
@@ -86,19 +90,35 @@ class MutantBackend final : public Backend {
       case Mutant::LatentStride512:
         if (p.kv_layout.kind == LayoutKind::LatentFirst) p.kv_layout.latent_stride = kLatentDim;
         break;
-      case Mutant::SmScale576: p.sm_scale = static_cast<float>(1.0 / std::sqrt(576.0)); break;
-      case Mutant::NoMscale: p.sm_scale = static_cast<float>(1.0 / std::sqrt(192.0)); break;
-      case Mutant::MaskRowStrideD: mask_row_stride_d(p); break;
-      case Mutant::PaddedRowsReadReal: padded_rows_read_real(p); break;
-      case Mutant::StaleSlots: stale_slots(p); break;
+      case Mutant::SmScale576:
+        p.sm_scale = static_cast<float>(1.0 / std::sqrt(576.0));
+        break;
+      case Mutant::NoMscale:
+        p.sm_scale = static_cast<float>(1.0 / std::sqrt(192.0));
+        break;
+      case Mutant::MaskRowStrideD:
+        mask_row_stride_d(p);
+        break;
+      case Mutant::PaddedRowsReadReal:
+        padded_rows_read_real(p);
+        break;
+      case Mutant::StaleSlots:
+        stale_slots(p);
+        break;
       case Mutant::PageIdsAsSlots:
         indices_.assign(p.kv_indices, p.kv_indices + p.kv_indices_len);
         for (int64_t& s : indices_) s /= 16;
         p.kv_indices = indices_.data();
         break;
-      case Mutant::BigEndianBits: big_endian_bits(p); break;
-      case Mutant::GlobalBitPacking: global_bit_packing(p); break;
-      case Mutant::Int32IndexWrap: int32_index_wrap(p); break;
+      case Mutant::BigEndianBits:
+        big_endian_bits(p);
+        break;
+      case Mutant::GlobalBitPacking:
+        global_bit_packing(p);
+        break;
+      case Mutant::Int32IndexWrap:
+        int32_index_wrap(p);
+        break;
     }
     inner_->run(p);
   }
@@ -182,10 +202,20 @@ class MutantBackend final : public Backend {
     int32_t word = 0;
     int64_t bytes = 0;
     switch (p.mask_format) {
-      case MaskFormat::FlashInferPacked: word = 1; bytes = p.mask_len; break;
-      case MaskFormat::QlenOnlyBitpacking: word = p.mask_word_bytes; bytes = p.mask_len; break;
-      case MaskFormat::DraftBits: word = 4; bytes = p.mask_len * 4; break;
-      default: return;
+      case MaskFormat::FlashInferPacked:
+        word = 1;
+        bytes = p.mask_len;
+        break;
+      case MaskFormat::QlenOnlyBitpacking:
+        word = p.mask_word_bytes;
+        bytes = p.mask_len;
+        break;
+      case MaskFormat::DraftBits:
+        word = 4;
+        bytes = p.mask_len * 4;
+        break;
+      default:
+        return;
     }
     const auto* a = static_cast<const uint8_t*>(p.mask);
     mask_.assign(a, a + bytes);
@@ -197,7 +227,8 @@ class MutantBackend final : public Backend {
       for (int32_t b = 0; b < bits; ++b) {
         if (v >> b & 1u) r |= 1u << (bits - 1 - b);
       }
-      for (int32_t b = 0; b < word; ++b) mask_[static_cast<size_t>(w + b)] = static_cast<uint8_t>(r >> (8 * b));
+      for (int32_t b = 0; b < word; ++b)
+        mask_[static_cast<size_t>(w + b)] = static_cast<uint8_t>(r >> (8 * b));
     }
     p.mask = mask_.data();
   }
@@ -209,9 +240,7 @@ class MutantBackend final : public Backend {
     if (p.mask_format != MaskFormat::FlashInferPacked) return;
     const auto* a = static_cast<const uint8_t*>(p.mask);
     mask_.assign(a, a + p.mask_len);
-    auto bit = [&](int64_t g) -> int {
-      return g / 8 < p.mask_len ? (a[g / 8] >> (g % 8)) & 1 : 0;
-    };
+    auto bit = [&](int64_t g) -> int { return g / 8 < p.mask_len ? (a[g / 8] >> (g % 8)) & 1 : 0; };
     int64_t global = 0;
     for (int32_t i = 0; i < p.batch_size; ++i) {
       RequestExtent e = request_extent(p, i);
@@ -254,7 +283,7 @@ class MutantBackend final : public Backend {
   std::vector<std::byte> pool_;       // [pool extent * dtype bytes]
   bool has_stale_ = false;
   std::tuple<const void*, int64_t, int32_t> stale_key_;
-  std::vector<int64_t> stale_;        // [kv_indices_len] of the remembered launch
+  std::vector<int64_t> stale_;  // [kv_indices_len] of the remembered launch
 };
 
 }  // namespace

@@ -30,7 +30,10 @@ PropertyResult guarded(std::string_view name, const std::function<PropertyResult
   } catch (const Unsupported& e) {
     return {true, true, std::string(name), std::string("unsupported: ") + e.what(), {}};
   } catch (const InvalidInput& e) {
-    return {false, false, std::string(name), std::string("InvalidInput on a valid case: ") + e.what(),
+    return {false,
+            false,
+            std::string(name),
+            std::string("InvalidInput on a valid case: ") + e.what(),
             {}};
   } catch (const std::exception& e) {
     return {false, false, std::string(name), std::string("exception: ") + e.what(), {}};
@@ -213,9 +216,8 @@ PropertyResult check_batch_independence(Backend& backend, const Case& c) {
       // Slots the target reads stay as they are (padded rows share slot 0 legitimately).
       std::set<int64_t> keep;
       RequestExtent te = request_extent(p, target);
-      for (int64_t j = 0; j < te.prefix_len + (p.draft_source == DraftKvSource::CacheSlots
-                                                    ? te.draft_nodes
-                                                    : 0);
+      for (int64_t j = 0;
+           j < te.prefix_len + (p.draft_source == DraftKvSource::CacheSlots ? te.draft_nodes : 0);
            ++j) {
         keep.insert(p.kv_indices[te.kv_begin + j]);
       }
@@ -276,11 +278,19 @@ PropertyResult check_representation(Backend& backend, const Case& c) {
                                      ? IndptrConvention::OffsetsOnly
                                      : IndptrConvention::Csr;
     switch (c.mask_format) {
-      case MaskFormat::FullMask: alt.mask_format = MaskFormat::FlashInferPacked; break;
-      case MaskFormat::FlashInferPacked: alt.mask_format = MaskFormat::DraftBits; break;
-      case MaskFormat::DraftBits: alt.mask_format = MaskFormat::QlenOnly; break;
+      case MaskFormat::FullMask:
+        alt.mask_format = MaskFormat::FlashInferPacked;
+        break;
+      case MaskFormat::FlashInferPacked:
+        alt.mask_format = MaskFormat::DraftBits;
+        break;
+      case MaskFormat::DraftBits:
+        alt.mask_format = MaskFormat::QlenOnly;
+        break;
       case MaskFormat::QlenOnly:
-      case MaskFormat::QlenOnlyBitpacking: alt.mask_format = MaskFormat::FullMask; break;
+      case MaskFormat::QlenOnlyBitpacking:
+        alt.mask_format = MaskFormat::FullMask;
+        break;
     }
     if (c.mask_format == MaskFormat::QlenOnly && c.max_draft() <= 32) {
       alt.mask_format = MaskFormat::QlenOnlyBitpacking;
@@ -329,18 +339,21 @@ PropertyResult check_metadata(Backend&, const Case& c) {
     for (int32_t i = 0; i < bs; ++i) {
       const bool padded = i >= real;
       const int32_t d = p.qo_indptr[i + 1] - p.qo_indptr[i];
-      const int32_t want_d = padded ? c.max_draft()
-                                    : static_cast<int32_t>(c.requests[static_cast<size_t>(i)].parents.size());
-      if (d != want_d) return fail("qo_indptr: request " + std::to_string(i) + " D " + std::to_string(d));
+      const int32_t want_d =
+          padded ? c.max_draft()
+                 : static_cast<int32_t>(c.requests[static_cast<size_t>(i)].parents.size());
+      if (d != want_d)
+        return fail("qo_indptr: request " + std::to_string(i) + " D " + std::to_string(d));
       const int64_t want_p = padded ? 1 : c.requests[static_cast<size_t>(i)].prefix_len;
       const int64_t kv_len = p.kv_indptr[i + 1] - p.kv_indptr[i];
       const int64_t want_len = want_p + (p.draft_source == DraftKvSource::CacheSlots ? d : 0);
       if (kv_len != want_len) {
-        return fail("kv_indptr: request " + std::to_string(i) + " length " + std::to_string(kv_len) +
-                    " != " + std::to_string(want_len));
+        return fail("kv_indptr: request " + std::to_string(i) + " length " +
+                    std::to_string(kv_len) + " != " + std::to_string(want_len));
       }
       const int32_t row = b.req_pool_index(i);
-      if (padded != (row == 0)) return fail("request " + std::to_string(i) + " at req_to_token row 0");
+      if (padded != (row == 0))
+        return fail("request " + std::to_string(i) + " at req_to_token row 0");
       for (int64_t j = 0; j < kv_len; ++j) {
         const int64_t slot = p.kv_indices[p.kv_indptr[i] + j];
         if (slot != b.req_to_token().at(row, j)) {
@@ -348,7 +361,9 @@ PropertyResult check_metadata(Backend&, const Case& c) {
                       std::to_string(row) + ", " + std::to_string(j) + "]");
         }
         if (padded) {
-          if (slot != 0) return fail("padded request " + std::to_string(i) + " reads slot " + std::to_string(slot));
+          if (slot != 0)
+            return fail("padded request " + std::to_string(i) + " reads slot " +
+                        std::to_string(slot));
         } else if (slot <= 0 || slot >= p.pool_slots || !owned.insert(slot).second) {
           return fail("slot " + std::to_string(slot) + " of request " + std::to_string(i) +
                       " is 0, outside the pool or owned twice");
@@ -382,10 +397,12 @@ PropertyResult check_metadata(Backend&, const Case& c) {
       if (got.parents() != c.requests[static_cast<size_t>(i)].parents) {
         return fail("mask of request " + std::to_string(i) + " decodes to " + got.to_string());
       }
-      model::DraftTree tree = model::DraftTree::from_parents(c.requests[static_cast<size_t>(i)].parents);
+      model::DraftTree tree =
+          model::DraftTree::from_parents(c.requests[static_cast<size_t>(i)].parents);
       auto pos = tree.positions(c.requests[static_cast<size_t>(i)].prefix_len);
       for (int32_t t = 0; t < tree.size(); ++t) {
-        if (b.metadata().positions[static_cast<size_t>(p.qo_indptr[i] + t)] != pos[static_cast<size_t>(t)]) {
+        if (b.metadata().positions[static_cast<size_t>(p.qo_indptr[i] + t)] !=
+            pos[static_cast<size_t>(t)]) {
           return fail("positions of request " + std::to_string(i) + " node " + std::to_string(t));
         }
       }
@@ -417,7 +434,8 @@ const PropertyInfo& property_by_name(std::string_view name) {
     if (p.name == name) return p;
     known += (known.empty() ? "" : ", ") + std::string(p.name);
   }
-  throw InvalidInput("property", -1, "unknown property \"" + std::string(name) + "\" (known: " + known + ")");
+  throw InvalidInput("property", -1,
+                     "unknown property \"" + std::string(name) + "\" (known: " + known + ")");
 }
 
 }  // namespace mlaverify::props

@@ -15,12 +15,14 @@ namespace mlaverify::props {
 
 struct PropertyResult {
   bool ok = true;
-  bool skipped = false;   // the backend cannot implement this case (Support::no); not a failure
+  bool skipped = false;  // the backend cannot implement this case (Support::no); not a failure
   std::string property;
-  std::string detail;     // what went wrong, where; or why skipped
+  std::string detail;  // what went wrong, where; or why skipped
   std::optional<Comparison> comparison;
 
-  static PropertyResult pass(std::string property) { return {true, false, std::move(property), "", {}}; }
+  static PropertyResult pass(std::string property) {
+    return {true, false, std::move(property), "", {}};
+  }
 };
 
 // Backend vs model::reference_verify, per request, within derive_tolerance's bounds; any NaN, any

@@ -73,8 +73,8 @@ void validate_case(const CaseSpec& s) {
   }
   if (tokens > kMaxScenarioTokens) {
     throw InvalidInput("case.requests", -1,
-                       "sum of prefix and draft tokens " + std::to_string(tokens) +
-                           " exceeds " + std::to_string(kMaxScenarioTokens));
+                       "sum of prefix and draft tokens " + std::to_string(tokens) + " exceeds " +
+                           std::to_string(kMaxScenarioTokens));
   }
   if (s.num_heads < 1 || s.num_heads > 128) {
     throw InvalidInput("case.num_heads", -1, "need 1..128, got " + std::to_string(s.num_heads));
@@ -90,9 +90,9 @@ void validate_case(const CaseSpec& s) {
     throw InvalidInput("case.layout", -1, "unknown layout");
   }
   if (s.row_stride < kRowDim || s.row_stride > kMaxRowStride) {
-    throw InvalidInput("case.row_stride", -1,
-                       "need 576.." + std::to_string(kMaxRowStride) + ", got " +
-                           std::to_string(s.row_stride));
+    throw InvalidInput(
+        "case.row_stride", -1,
+        "need 576.." + std::to_string(kMaxRowStride) + ", got " + std::to_string(s.row_stride));
   }
   if (s.draft_source != DraftKvSource::ExtendRows && s.draft_source != DraftKvSource::CacheSlots) {
     throw InvalidInput("case.draft_source", -1, "unknown draft source");
@@ -124,9 +124,9 @@ void validate_case(const CaseSpec& s) {
       throw InvalidInput("case.mask_format", -1, "unknown mask format");
   }
   if (s.page_size < 1 || s.page_size > kMaxPageSize) {
-    throw InvalidInput("case.page_size", -1,
-                       "need 1.." + std::to_string(kMaxPageSize) + ", got " +
-                           std::to_string(s.page_size));
+    throw InvalidInput(
+        "case.page_size", -1,
+        "need 1.." + std::to_string(kMaxPageSize) + ", got " + std::to_string(s.page_size));
   }
   if (s.slot_order != SlotOrder::Scattered && s.slot_order != SlotOrder::Contiguous &&
       s.slot_order != SlotOrder::Defragmented) {
@@ -145,61 +145,78 @@ void validate_case(const CaseSpec& s) {
     throw InvalidInput("case.value_scale", -1, "need a finite value in (0, 1e4]");
   }
   if (s.num_splits < 1 || s.num_splits > kMaxSplits) {
-    throw InvalidInput("case.num_splits", -1,
-                       "need 1.." + std::to_string(kMaxSplits) + ", got " +
-                           std::to_string(s.num_splits));
+    throw InvalidInput(
+        "case.num_splits", -1,
+        "need 1.." + std::to_string(kMaxSplits) + ", got " + std::to_string(s.num_splits));
   }
 }
 
 std::string_view to_string(SlotOrder v) {
   switch (v) {
-    case SlotOrder::Scattered: return "scattered";
-    case SlotOrder::Contiguous: return "contiguous";
-    case SlotOrder::Defragmented: return "defragmented";
+    case SlotOrder::Scattered:
+      return "scattered";
+    case SlotOrder::Contiguous:
+      return "contiguous";
+    case SlotOrder::Defragmented:
+      return "defragmented";
   }
   return "?";
 }
 
 std::string_view to_string(DType v) {
   switch (v) {
-    case DType::BF16: return "bf16";
-    case DType::F32: return "f32";
+    case DType::BF16:
+      return "bf16";
+    case DType::F32:
+      return "f32";
   }
   return "?";
 }
 
 std::string_view to_string(LayoutKind v) {
   switch (v) {
-    case LayoutKind::LatentFirst: return "latent_first";
-    case LayoutKind::RopeFirst: return "rope_first";
-    case LayoutKind::Split: return "split";
+    case LayoutKind::LatentFirst:
+      return "latent_first";
+    case LayoutKind::RopeFirst:
+      return "rope_first";
+    case LayoutKind::Split:
+      return "split";
   }
   return "?";
 }
 
 std::string_view to_string(DraftKvSource v) {
   switch (v) {
-    case DraftKvSource::ExtendRows: return "extend_rows";
-    case DraftKvSource::CacheSlots: return "cache_slots";
+    case DraftKvSource::ExtendRows:
+      return "extend_rows";
+    case DraftKvSource::CacheSlots:
+      return "cache_slots";
   }
   return "?";
 }
 
 std::string_view to_string(MaskFormat v) {
   switch (v) {
-    case MaskFormat::FullMask: return "full_mask";
-    case MaskFormat::QlenOnly: return "qlen_only";
-    case MaskFormat::QlenOnlyBitpacking: return "qlen_only_bitpacking";
-    case MaskFormat::FlashInferPacked: return "flashinfer_packed";
-    case MaskFormat::DraftBits: return "draft_bits";
+    case MaskFormat::FullMask:
+      return "full_mask";
+    case MaskFormat::QlenOnly:
+      return "qlen_only";
+    case MaskFormat::QlenOnlyBitpacking:
+      return "qlen_only_bitpacking";
+    case MaskFormat::FlashInferPacked:
+      return "flashinfer_packed";
+    case MaskFormat::DraftBits:
+      return "draft_bits";
   }
   return "?";
 }
 
 std::string_view to_string(IndptrConvention v) {
   switch (v) {
-    case IndptrConvention::Csr: return "csr";
-    case IndptrConvention::OffsetsOnly: return "offsets_only";
+    case IndptrConvention::Csr:
+      return "csr";
+    case IndptrConvention::OffsetsOnly:
+      return "offsets_only";
   }
   return "?";
 }

@@ -47,9 +47,9 @@ struct CaseSpec {
   uint64_t seed = 0;
 
   int32_t batch_size() const { return static_cast<int32_t>(requests.size()); }
-  int32_t max_draft() const;      // max D_i
-  int64_t total_draft() const;    // T = sum D_i
-  int64_t total_prefix() const;   // sum P_i
+  int32_t max_draft() const;     // max D_i
+  int64_t total_draft() const;   // T = sum D_i
+  int64_t total_prefix() const;  // sum P_i
   bool operator==(const CaseSpec&) const = default;
 };
 

@@ -1,5 +1,6 @@
 // The JSON form of a scenario: the one translation unit that includes nlohmann_json. Strict:
-// a wrong type, unknown field or bad value is an InvalidInput naming its JSON path, never half-read.
+// a wrong type, unknown field or bad value is an InvalidInput naming its JSON path, never
+// half-read.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -138,23 +139,22 @@ constexpr DraftKvSource kSources[] = {DraftKvSource::ExtendRows, DraftKvSource::
 constexpr MaskFormat kMasks[] = {MaskFormat::FullMask, MaskFormat::QlenOnly,
                                  MaskFormat::QlenOnlyBitpacking, MaskFormat::FlashInferPacked,
                                  MaskFormat::DraftBits};
-constexpr IndptrConvention kConventions[] = {IndptrConvention::Csr,
-                                             IndptrConvention::OffsetsOnly};
+constexpr IndptrConvention kConventions[] = {IndptrConvention::Csr, IndptrConvention::OffsetsOnly};
 constexpr SlotOrder kSlotOrders[] = {SlotOrder::Scattered, SlotOrder::Contiguous,
                                      SlotOrder::Defragmented};
 
 CaseSpec read_case(const json& c) {
   const std::string p = "case";
-  expect_object(c, p,
-                {"requests", "num_heads", "sm_scale", "kv_dtype", "layout", "row_stride",
-                 "draft_source", "mask_format", "mask_indptr_convention", "mask_word_bytes",
-                 "page_size", "slot_order", "graph_padded_bs", "poison_unused_slots",
-                 "value_scale", "num_splits", "seed"});
+  expect_object(
+      c, p,
+      {"requests", "num_heads", "sm_scale", "kv_dtype", "layout", "row_stride", "draft_source",
+       "mask_format", "mask_indptr_convention", "mask_word_bytes", "page_size", "slot_order",
+       "graph_padded_bs", "poison_unused_slots", "value_scale", "num_splits", "seed"});
   CaseSpec s;
   const json& reqs = member(c, p, "requests");
   if (!reqs.is_array()) {
-    throw InvalidInput("case.requests", -1, std::string("expected an array, got ") +
-                                                type_name(reqs));
+    throw InvalidInput("case.requests", -1,
+                       std::string("expected an array, got ") + type_name(reqs));
   }
   if (reqs.empty() || reqs.size() > static_cast<size_t>(kMaxScenarioRequests)) {
     throw InvalidInput("case.requests", -1,
@@ -181,11 +181,12 @@ CaseSpec read_case(const json& c) {
       d.parents.push_back(static_cast<int32_t>(
           as_int(par[t], rp + ".parents", static_cast<int64_t>(t), -1, kMaxScenarioDraft)));
     }
-    d.prefix_len = as_int(member(r, rp, "prefix_len"), rp + ".prefix_len", -1, 0,
-                          kMaxScenarioPrefix);
+    d.prefix_len =
+        as_int(member(r, rp, "prefix_len"), rp + ".prefix_len", -1, 0, kMaxScenarioPrefix);
     s.requests.push_back(std::move(d));
   }
-  s.num_heads = static_cast<int32_t>(as_int(member(c, p, "num_heads"), "case.num_heads", -1, 1, 128));
+  s.num_heads =
+      static_cast<int32_t>(as_int(member(c, p, "num_heads"), "case.num_heads", -1, 1, 128));
   s.sm_scale = as_double(member(c, p, "sm_scale"), "case.sm_scale");
   s.kv_dtype = as_enum(member(c, p, "kv_dtype"), "case.kv_dtype", kDTypes);
   s.layout = as_enum(member(c, p, "layout"), "case.layout", kLayouts);
@@ -194,10 +195,10 @@ CaseSpec read_case(const json& c) {
   s.mask_format = as_enum(member(c, p, "mask_format"), "case.mask_format", kMasks);
   s.mask_indptr_convention =
       as_enum(member(c, p, "mask_indptr_convention"), "case.mask_indptr_convention", kConventions);
-  s.mask_word_bytes =
-      static_cast<int32_t>(as_int(member(c, p, "mask_word_bytes"), "case.mask_word_bytes", -1, 1, 4));
-  s.page_size =
-      static_cast<int32_t>(as_int(member(c, p, "page_size"), "case.page_size", -1, 1, kMaxPageSize));
+  s.mask_word_bytes = static_cast<int32_t>(
+      as_int(member(c, p, "mask_word_bytes"), "case.mask_word_bytes", -1, 1, 4));
+  s.page_size = static_cast<int32_t>(
+      as_int(member(c, p, "page_size"), "case.page_size", -1, 1, kMaxPageSize));
   s.slot_order = as_enum(member(c, p, "slot_order"), "case.slot_order", kSlotOrders);
   s.graph_padded_bs = static_cast<int32_t>(
       as_int(member(c, p, "graph_padded_bs"), "case.graph_padded_bs", -1, 0, kMaxScenarioRequests));
@@ -259,7 +260,9 @@ std::string compact_number_arrays(const std::string& in) {
   for (size_t i = 0; i < in.size(); ++i) {
     if (in[i] == '[') {
       size_t j = i + 1;
-      while (j < in.size() && std::string_view("-+.eE0123456789, \n").find(in[j]) != std::string_view::npos) ++j;
+      while (j < in.size() &&
+             std::string_view("-+.eE0123456789, \n").find(in[j]) != std::string_view::npos)
+        ++j;
       if (j < in.size() && in[j] == ']') {
         out += '[';
         bool pending_space = false;

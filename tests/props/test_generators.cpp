@@ -88,7 +88,8 @@ TEST(Generators, EdgesAreReached) {
     cache += c.draft_source == DraftKvSource::CacheSlots;
   }
   for (int64_t p : {0, 1, 63, 64, 65, 127, 128, 129}) EXPECT_TRUE(prefixes.count(p)) << "P=" << p;
-  for (int32_t d : {1, 2, 3, 31, 32, 33, 63, 64, 65}) EXPECT_TRUE(draft_sizes.count(d)) << "D=" << d;
+  for (int32_t d : {1, 2, 3, 31, 32, 33, 63, 64, 65})
+    EXPECT_TRUE(draft_sizes.count(d)) << "D=" << d;
   EXPECT_EQ(page_sizes, (std::set<int32_t>{1, 16, 64}));
   EXPECT_EQ(formats.size(), 5u);
   EXPECT_EQ(layouts.size(), 3u);

@@ -29,8 +29,8 @@ std::vector<Entry> catalog() {
   std::vector<Entry> out;
   auto plain = cpu::make_cpu_backend({});
   for (const auto& m : all_mutants()) {
-    out.push_back({std::string(m.name), m.bug_class, std::string(m.what),
-                   make_mutant(m.mutant, plain)});
+    out.push_back(
+        {std::string(m.name), m.bug_class, std::string(m.what), make_mutant(m.mutant, plain)});
   }
   struct FaultClass {
     cpu::CpuFault f;
@@ -106,8 +106,8 @@ TEST(Mutants, SuiteKillsEveryMutant) {
     FuzzReport r = run_campaign(*e.backend, o);
     if (r.failures.empty()) {
       ADD_FAILURE() << e.name << " survived " << r.cases_run << " cases (seed " << seed << ")";
-      table << "| " << e.bug_class << " | `" << e.name << "` | " << e.what
-            << " | **survived** | > " << kCaseBudget << " | | |\n";
+      table << "| " << e.bug_class << " | `" << e.name << "` | " << e.what << " | **survived** | > "
+            << kCaseBudget << " | | |\n";
       continue;
     }
     ++killed;
@@ -120,7 +120,8 @@ TEST(Mutants, SuiteKillsEveryMutant) {
     table << " | " << f.case_index << " | " << s.batch_size() << ", " << s.total_draft() << ", "
           << s.total_prefix() << " | " << f.shrink_steps << " |\n";
   }
-  table << "\n" << killed << " of " << entries.size() << " mutants killed within " << kCaseBudget
+  table << "\n"
+        << killed << " of " << entries.size() << " mutants killed within " << kCaseBudget
         << " cases each (seed " << seed << "); shrunk cases under " << dir.string() << ".\n";
   std::filesystem::create_directories(MLAV_PROPS_OUT_DIR);
   std::ofstream(std::filesystem::path(MLAV_PROPS_OUT_DIR) / "mutants.md") << table.str();

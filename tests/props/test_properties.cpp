@@ -54,9 +54,10 @@ TEST_P(PropertySuite, CampaignFindsNothing) {
   o.cases = cases_from_env(60);
   if (GetParam() == "model") o.cases = std::max(1, o.cases / 2);
   o.out_dir = std::filesystem::path(MLAV_PROPS_OUT_DIR) / "failures";
-  std::printf("property campaign on %s: MLAV_SEED=%llu MLAV_CASES=%d (rerun with these to "
-              "reproduce)\n",
-              b->name().c_str(), static_cast<unsigned long long>(o.seed), o.cases);
+  std::printf(
+      "property campaign on %s: MLAV_SEED=%llu MLAV_CASES=%d (rerun with these to "
+      "reproduce)\n",
+      b->name().c_str(), static_cast<unsigned long long>(o.seed), o.cases);
   FuzzReport r = run_campaign(*b, o);
   std::printf("%s", r.to_string().c_str());
   EXPECT_TRUE(r.ok()) << r.to_string();
@@ -81,7 +82,7 @@ TEST_P(PropertySuite, ShippedScenariosReplay) {
 INSTANTIATE_TEST_SUITE_P(Backends, PropertySuite,
                          ::testing::Values(std::string("model"), std::string("cpu")
 #if defined(MLAV_PROPS_HAVE_CUDA)
-                                               ,
+                                                                     ,
                                            std::string("cuda")
 #endif
                                                ),

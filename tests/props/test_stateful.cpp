@@ -162,10 +162,9 @@ struct BeginVerify : Cmd {
     }
     RC_PRE(!idle.empty());
     which = *rc::gen::elementOf(idle);
-    parents = make_tree(*gen_tree_shape(),
-                        *rc::gen::container<std::vector<uint32_t>>(
-                            static_cast<size_t>(*rc::gen::inRange(0, 12)),
-                            rc::gen::arbitrary<uint32_t>()));
+    parents = make_tree(*gen_tree_shape(), *rc::gen::container<std::vector<uint32_t>>(
+                                               static_cast<size_t>(*rc::gen::inRange(0, 12)),
+                                               rc::gen::arbitrary<uint32_t>()));
   }
   bool fits(const AllocModel& m) const {
     const auto& r = m.reqs[which];

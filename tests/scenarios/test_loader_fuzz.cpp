@@ -46,10 +46,32 @@ std::vector<std::string> seeds() {
 }
 
 // Values that sit on type or range edges of the fields.
-const char* kTokens[] = {"-1",   "0",     "1",       "65",     "1e308", "-0",   "1.5",
-                         "null", "true",  "false",   "[]",     "{}",    "\"\"", "\"bf16\"",
-                         "\"x\"", "[-1]", "2147483648", "18446744073709551616", "-9223372036854775809",
-                         "1024", "1025",  "4096",    "[[[[",   "}",     ",",    "\"\\u0000\""};
+const char* kTokens[] = {"-1",
+                         "0",
+                         "1",
+                         "65",
+                         "1e308",
+                         "-0",
+                         "1.5",
+                         "null",
+                         "true",
+                         "false",
+                         "[]",
+                         "{}",
+                         "\"\"",
+                         "\"bf16\"",
+                         "\"x\"",
+                         "[-1]",
+                         "2147483648",
+                         "18446744073709551616",
+                         "-9223372036854775809",
+                         "1024",
+                         "1025",
+                         "4096",
+                         "[[[[",
+                         "}",
+                         ",",
+                         "\"\\u0000\""};
 
 std::string mutate(std::string s, std::mt19937_64& rng) {
   auto pick = [&](size_t n) { return n ? static_cast<size_t>(rng() % n) : 0; };
@@ -107,8 +129,7 @@ void check_one(const std::string& input, int64_t& accepted, int64_t& rejected) {
     ++rejected;
     EXPECT_FALSE(e.field().empty() && e.index() == -1 && e.detail().empty()) << input;
   } catch (const std::exception& e) {
-    ADD_FAILURE() << "unexpected " << typeid(e).name() << ": " << e.what() << "\ninput:\n"
-                  << input;
+    ADD_FAILURE() << "unexpected " << typeid(e).name() << ": " << e.what() << "\ninput:\n" << input;
   }
 }
 

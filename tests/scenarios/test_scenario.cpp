@@ -184,13 +184,11 @@ TEST(Scenario, EmptyTreeAndEmptyBatch) {
 
 TEST(Scenario, ScalarFields) {
   expect_rejected(sample_with("\"num_heads\": 4", "\"num_heads\": 129"), "case.num_heads", -1);
-  expect_rejected(sample_with("\"sm_scale\": 0.1308608", "\"sm_scale\": -1"), "case.sm_scale",
-                  -1);
+  expect_rejected(sample_with("\"sm_scale\": 0.1308608", "\"sm_scale\": -1"), "case.sm_scale", -1);
   expect_rejected(sample_with("\"kv_dtype\": \"f32\"", "\"kv_dtype\": \"fp8\""), "case.kv_dtype",
                   -1);
   expect_rejected(sample_with("\"layout\": \"split\"", "\"layout\": 2"), "case.layout", -1);
-  expect_rejected(sample_with("\"row_stride\": 640", "\"row_stride\": 575"), "case.row_stride",
-                  -1);
+  expect_rejected(sample_with("\"row_stride\": 640", "\"row_stride\": 575"), "case.row_stride", -1);
   expect_rejected(sample_with("\"draft_source\": \"cache_slots\"", "\"draft_source\": \"\""),
                   "case.draft_source", -1);
   expect_rejected(sample_with("\"mask_format\": \"qlen_only_bitpacking\"", "\"mask_format\": []"),
@@ -208,8 +206,8 @@ TEST(Scenario, ScalarFields) {
                   "case.graph_padded_bs", -1);
   expect_rejected(sample_with("\"poison_unused_slots\": false", "\"poison_unused_slots\": 0"),
                   "case.poison_unused_slots", -1);
-  expect_rejected(sample_with("\"value_scale\": 0.1", "\"value_scale\": 1e300"),
-                  "case.value_scale", -1);
+  expect_rejected(sample_with("\"value_scale\": 0.1", "\"value_scale\": 1e300"), "case.value_scale",
+                  -1);
   expect_rejected(sample_with("\"num_splits\": 3", "\"num_splits\": 65"), "case.num_splits", -1);
   expect_rejected(replace_value("seed", "-5"), "case.seed", -1);
   expect_rejected(sample_with(",\n    \"seed\": 18364758544493064720", ""), "case.seed", -1);
