@@ -68,6 +68,11 @@ std::vector<int32_t> make_tree(TreeShape shape, const std::vector<uint32_t>& raw
   return parent;
 }
 
+void showValue(TreeShape shape, std::ostream& os) {
+  static const char* const kNames[] = {"chain", "star", "eagle", "ddtree", "random_recursive"};
+  os << kNames[static_cast<int32_t>(shape)];
+}
+
 rc::Gen<TreeShape> gen_tree_shape() {
   // Simplest first: rapidcheck shrinks an element toward the front of the list.
   return gen::weightedElement<TreeShape>({{2, TreeShape::Chain},

@@ -5,6 +5,7 @@
 #include <rapidcheck.h>
 
 #include <cstdint>
+#include <ostream>
 #include <vector>
 
 #include "props/case.h"
@@ -26,6 +27,8 @@ struct GenOptions {
 
 // Tree shapes seen in practice (SPEC §2).
 enum class TreeShape : int32_t { Chain = 0, Star, Eagle, DDTree, RandomRecursive };
+// rapidcheck's printer (ADL): "eagle" rather than <???>.
+void showValue(TreeShape shape, std::ostream& os);
 
 // A parent array of the given shape from raw random words (one per node after the root): the
 // shape fixes the structure rule, the words fill it in. Any raw vector gives a valid tree of

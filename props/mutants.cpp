@@ -293,4 +293,14 @@ BackendPtr make_mutant(Mutant m, BackendPtr inner) {
   return std::make_shared<MutantBackend>(m, std::move(inner));
 }
 
+BackendPtr make_mutant(std::string_view name, BackendPtr inner) {
+  std::string known;
+  for (const auto& i : all_mutants()) {
+    if (i.name == name) return make_mutant(i.mutant, std::move(inner));
+    known += (known.empty() ? "" : ", ") + std::string(i.name);
+  }
+  throw InvalidInput("mutant", -1,
+                     "unknown mutant \"" + std::string(name) + "\" (known: " + known + ")");
+}
+
 }  // namespace mlaverify::props

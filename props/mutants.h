@@ -40,6 +40,10 @@ const MutantInfo& mutant_info(Mutant m);
 // to `inner` on the original params: the bug is in what is handed over, not in what is asked.
 BackendPtr make_mutant(Mutant m, BackendPtr inner);
 
+// By the catalog name ("rope_first_read", ...), for the CLI; InvalidInput("mutant", -1, ...)
+// listing the known names when unknown.
+BackendPtr make_mutant(std::string_view name, BackendPtr inner);
+
 // The modulus of the Int32IndexWrap emulation, in elements. A real int32 `slot * 576` wraps past
 // 3.7M slots (a 4 GB bf16 pool per layer), too big for a test; the mutant wraps the same product
 // at 2^16 elements instead (114 slots of 576), which gives the same bug shape — rows read from

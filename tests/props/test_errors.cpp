@@ -38,6 +38,9 @@ TEST(PropsErrors, NullInnerBackend) {
 
 TEST(PropsErrors, UnknownMutant) {
   expect_invalid([] { mutant_info(static_cast<Mutant>(99)); }, "mutant", 99);
+  auto inner = std::make_shared<model::ModelBackend>();
+  expect_invalid([&] { make_mutant("rope_first", inner); }, "mutant", -1);
+  EXPECT_EQ(make_mutant("rope_first_read", inner)->name(), "mutant:rope_first_read(model)");
 }
 
 TEST(PropsErrors, EnvironmentOverrides) {

@@ -112,6 +112,12 @@ TEST(Generators, ShowValueReadsAsAScenario) {
   EXPECT_NE(os.str().find("trees=[-1,0,0]"), std::string::npos) << os.str();
 }
 
+TEST(Generators, TreeShapesShowByName) {
+  std::ostringstream os;
+  rc::show(TreeShape::Eagle, os);
+  EXPECT_EQ(os.str(), "eagle");
+}
+
 TEST(Generators, NormalizeKeepsBitpackingLegal) {
   Case c;
   c.requests = {{std::vector<int32_t>(40, 0), 3}};
