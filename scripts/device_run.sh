@@ -1,6 +1,7 @@
 #!/bin/bash
-# One device call: CUDA tests, compute-sanitizer (memcheck + racecheck) on the small cases, and
-# the benchmark. Binaries are built on the dev machine and carried in .device/ (see cuda/NOTES.md).
+# One device call: CUDA tests (both kernel variants), compute-sanitizer (memcheck + racecheck) on
+# the small cases, and the benchmark. Binaries are built on the dev machine and carried in .device/
+# (cuda/NOTES.md: "How to run on the device").
 # usage: scripts/device_run.sh [tests|sanitize|bench|sweep]...  (default: tests sanitize bench)
 set -u
 BIN=${BIN:-.device}
@@ -13,11 +14,15 @@ status=0
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      "$BIN/cuda_tests" >"$OUT/tests.log" 2>&1
-      rc=$?
-      grep -E "^\[ratio\]|FAILED|Failure|error|PASSED|SKIPPED \]" "$OUT/tests.log" | head -60
-      echo "cuda_tests rc=$rc"
-      [ $rc -ne 0 ] && status=1 ;;
+      # Default variant, then the sm_120-sized one (2 stages x 64 columns) on the same device.
+      for stages in default 2; do
+        if [ "$stages" = default ]; then env_set=(); else env_set=(MLAV_CUDA_STAGES=$stages); fi
+        env "${env_set[@]}" "$BIN/cuda_tests" >"$OUT/tests_$stages.log" 2>&1
+        rc=$?
+        grep -E "^\[ratio\]|FAILED|Failure|PASSED|SKIPPED \]" "$OUT/tests_$stages.log" | head -40
+        echo "cuda_tests (stages=$stages) rc=$rc"
+        [ $rc -ne 0 ] && status=1
+      done ;;
     sanitize)
       # Small cases only: the sanitizers slow kernels by ~100x.
       filter='CudaLaws.*:CudaGraph.*:*h1_d1_p0*:*tile_edges*:*p1_splits2*:*draft_bits*'
