@@ -128,4 +128,6 @@ void CudaBackend::run(const VerifyParams& p) {
   CUDA_CHECK(cudaStreamSynchronize(st.stream));
 }
 
+BackendPtr make_cuda_backend() { return std::make_shared<CudaBackend>(); }
+
 }  // namespace mlaverify::cuda

@@ -34,4 +34,7 @@ class CudaBackend : public Backend {
   std::unique_ptr<State> state_;
 };
 
+// The backend as the property suite holds backends (cpu/ has make_cpu_backend likewise).
+BackendPtr make_cuda_backend();
+
 }  // namespace mlaverify::cuda

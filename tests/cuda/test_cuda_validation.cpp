@@ -253,10 +253,32 @@ TEST(CudaSupport, KernelStaticChecks) {
   EXPECT_NE(VerifyKernel::can_implement(x).reason.find("num_splits"), std::string::npos);
 }
 
+// The lifecycle refuses before touching the device: unsupported params, a missing or misaligned
+// workspace, run() before initialize().
+TEST(CudaSupport, LifecycleRefusesBadSetup) {
+  VerifyBatch b = small_batch();
+  alignas(16) static unsigned char fake[64];
+  VerifyParams d = b.params();
+  d.q = d.kv_pool = d.k_extend = d.mask = fake;
+  d.o_lat = fake;
+  d.lse = reinterpret_cast<float*>(fake);
+  VerifyKernel k;
+  EXPECT_THROW(k.run(), Unsupported);
+  EXPECT_THROW(k.initialize(d, nullptr, nullptr), Unsupported);
+  EXPECT_THROW(k.initialize(d, fake + 4, nullptr), Unsupported);
+  VerifyParams bad = d;
+  bad.kv_dtype = DType::F32;
+  EXPECT_THROW(k.initialize(bad, fake, nullptr), Unsupported);
+  // (num_splits + 1) x max_total_q x H x 513 floats: 2 x 7 x 2 x 513 x 4 bytes here.
+  d.num_splits = 1;
+  EXPECT_EQ(VerifyKernel::workspace_bytes(d), size_t{2} * 7 * 2 * 513 * 4);
+}
+
 TEST(CudaSupport, BackendNamesTheMissingDevice) {
   VerifyBatch b = small_batch();
   CudaBackend gpu;
   EXPECT_EQ(gpu.name(), "cuda");
+  EXPECT_EQ(make_cuda_backend()->name(), "cuda");
   const Support dev = cuda_device_available();
   const Support s = gpu.can_implement(b.params());
   if (!dev) {
