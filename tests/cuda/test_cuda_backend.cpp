@@ -89,6 +89,8 @@ std::vector<Scenario> scenarios() {
                IndptrConvention::Csr, LayoutKind::LatentFirst, kRowDim,
                DraftKvSource::CacheSlots, 16});
   v.push_back({"d1024-draftbits", {1024}, {10}, 1, 1, MaskFormat::DraftBits});
+  // SPEC §7 class 10: bs equal to D (a [bs, D] / [D, bs] mix-up reads the wrong rows).
+  v.push_back({"bs-equals-d", {3, 3, 3}, {5, 64, 0}, 3, 2});
   return v;
 }
 

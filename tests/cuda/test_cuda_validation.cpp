@@ -287,6 +287,15 @@ TEST(CudaSupport, BackendNamesTheMissingDevice) {
   } else {
     EXPECT_TRUE(s) << s.reason;
   }
+  // An fp32 pool is well-formed but not what the kernel reads: Unsupported, with the reason.
+  BatchSpec f32;
+  f32.requests = {{DraftTree::chain(2), 3}};
+  f32.kv_dtype = DType::F32;
+  VerifyBatch fb = VerifyBatch::build(f32);
+  const Support sf = gpu.can_implement(fb.params());
+  EXPECT_FALSE(sf);
+  EXPECT_NE(sf.reason.find(dev ? "bf16" : "no CUDA device"), std::string::npos) << sf.reason;
+  EXPECT_THROW(gpu.run(fb.params()), Unsupported);
 }
 
 TEST(CudaSupport, SuggestedSplitsFillTheMachine) {
