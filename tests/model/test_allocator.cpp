@@ -17,23 +17,14 @@
 #include "model/allocator.h"
 #include "model/kv_pool.h"
 #include "model/req_to_token.h"
+#include "tests/support/expect_invalid.h"
 
 namespace mlaverify::model {
 namespace {
 
-using Slots = std::vector<int64_t>;
+using mlaverify::testing::expect_invalid;
 
-// Runs f, which must throw InvalidInput naming `field` and `index`.
-template <typename F>
-void expect_invalid(F&& f, const std::string& field, int64_t index) {
-  try {
-    f();
-    ADD_FAILURE() << "expected InvalidInput(" << field << ", " << index << ")";
-  } catch (const InvalidInput& e) {
-    EXPECT_EQ(e.field(), field) << e.what();
-    EXPECT_EQ(e.index(), index) << e.what();
-  }
-}
+using Slots = std::vector<int64_t>;
 
 uint16_t bf16_bits_at(const KvPool& pool, int64_t element) {
   uint16_t b;

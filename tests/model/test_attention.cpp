@@ -17,9 +17,12 @@
 #include "model/batch.h"
 #include "model/model_backend.h"
 #include "model/storage.h"
+#include "tests/support/expect_invalid.h"
 
 namespace mlaverify::model {
 namespace {
+
+using mlaverify::testing::expect_invalid;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kU = 0x1p-53;  // unit roundoff of double
@@ -917,17 +920,6 @@ TEST(ModelBackend, RejectsMalformedParams) {
 // ---------------------------------------------------------------------------------------------
 // Bad input to the reference functions: each raises InvalidInput naming the field.
 // ---------------------------------------------------------------------------------------------
-
-template <class F>
-void expect_invalid(F&& f, const std::string& field, int64_t index) {
-  try {
-    f();
-    FAIL() << "expected InvalidInput for " << field;
-  } catch (const InvalidInput& e) {
-    EXPECT_EQ(e.field(), field) << e.what();
-    EXPECT_EQ(e.index(), index) << e.what();
-  }
-}
 
 TEST(AttentionErrors, ReferenceValidatesParams) {
   Logical L = random_logical({{{-1, 0}, 3}}, 1, 71);

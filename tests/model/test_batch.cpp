@@ -13,20 +13,12 @@
 #include "model/attention.h"
 #include "model/batch.h"
 #include "model/validate.h"
+#include "tests/support/expect_invalid.h"
 
 namespace mlaverify::model {
 namespace {
 
-template <class F>
-InvalidInput expect_invalid(F&& f) {
-  try {
-    f();
-  } catch (const InvalidInput& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected InvalidInput";
-  return InvalidInput("<none>", -2, "no throw");
-}
+using mlaverify::testing::catch_invalid;
 
 DraftTree random_tree(int32_t n, uint64_t seed) {
   SplitMix64 rng(seed);
@@ -551,7 +543,7 @@ TEST(VerifyBatch, SpecRejections) {
   for (const Bad& bad : bads) {
     BatchSpec s = small_spec(1);
     bad.mutate(s);
-    auto e = expect_invalid([&] { VerifyBatch::build(s); });
+    auto e = catch_invalid([&] { VerifyBatch::build(s); });
     EXPECT_EQ(e.field(), bad.field) << e.what();
     EXPECT_EQ(e.index(), bad.index) << e.what();
   }
@@ -564,18 +556,18 @@ TEST(VerifyBatch, SpecRejections) {
 
 TEST(VerifyBatch, AccessorRejections) {
   VerifyBatch b = VerifyBatch::build(small_spec(1));
-  auto e = expect_invalid([&] { b.tree(5); });
+  auto e = catch_invalid([&] { b.tree(5); });
   EXPECT_EQ(e.field(), "request");
   EXPECT_EQ(e.index(), 5);
-  e = expect_invalid([&] { b.draft_slots(-1); });
+  e = catch_invalid([&] { b.draft_slots(-1); });
   EXPECT_EQ(e.index(), -1);
-  e = expect_invalid([&] { b.o_lat_value(b.total_tokens(), 0, 0); });
+  e = catch_invalid([&] { b.o_lat_value(b.total_tokens(), 0, 0); });
   EXPECT_EQ(e.field(), "t");
-  e = expect_invalid([&] { b.o_lat_value(0, 3, 0); });
+  e = catch_invalid([&] { b.o_lat_value(0, 3, 0); });
   EXPECT_EQ(e.field(), "h");
-  e = expect_invalid([&] { b.o_lat_value(0, 0, 512); });
+  e = catch_invalid([&] { b.o_lat_value(0, 0, 512); });
   EXPECT_EQ(e.field(), "k");
-  e = expect_invalid([&] { b.lse_value(-1, 0); });
+  e = catch_invalid([&] { b.lse_value(-1, 0); });
   EXPECT_EQ(e.field(), "t");
 }
 

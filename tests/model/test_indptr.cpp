@@ -6,23 +6,14 @@
 #include <vector>
 
 #include "model/indptr.h"
+#include "tests/support/expect_invalid.h"
 
 namespace mlaverify::model {
 namespace {
 
-using C = IndptrConvention;
+using mlaverify::testing::catch_invalid;
 
-// Runs f, expects InvalidInput, returns it for field/index checks.
-template <class F>
-InvalidInput expect_invalid(F&& f) {
-  try {
-    f();
-  } catch (const InvalidInput& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected InvalidInput";
-  return InvalidInput("<none>", -2, "no throw");
-}
+using C = IndptrConvention;
 
 TEST(Indptr, CsrFromSizesIsPrefixSum) {
   // sizes 3, 0, 5 -> [0, 3, 3, 8]: worked by hand.
@@ -40,12 +31,12 @@ TEST(Indptr, CsrFromSizesIsPrefixSum) {
 
 TEST(Indptr, CsrFromSizesRejectsNegativeAndOverflow) {
   const std::vector<int64_t> neg = {2, -1};
-  auto e = expect_invalid([&] { Indptr<int32_t>::csr_from_sizes(neg); });
+  auto e = catch_invalid([&] { Indptr<int32_t>::csr_from_sizes(neg); });
   EXPECT_EQ(e.field(), "sizes");
   EXPECT_EQ(e.index(), 1);
   // 2^30 + 2^30 = 2^31 > INT32_MAX: the second sum overflows an int32 indptr.
   const std::vector<int64_t> big = {int64_t{1} << 30, int64_t{1} << 30};
-  e = expect_invalid([&] { Indptr<int32_t>::csr_from_sizes(big); });
+  e = catch_invalid([&] { Indptr<int32_t>::csr_from_sizes(big); });
   EXPECT_EQ(e.index(), 1);
   // The same sizes fit an int64 indptr.
   EXPECT_EQ(Indptr<int64_t>::csr_from_sizes(big).values().back(), int64_t{1} << 31);
@@ -68,28 +59,28 @@ TEST(Indptr, ConversionRoundTrip) {
 
 TEST(Indptr, OffsetsOnlyToCsrNeedsTotal) {
   Indptr<int64_t> off({0, 4}, C::OffsetsOnly);
-  auto e = expect_invalid([&] { off.to(C::Csr); });
+  auto e = catch_invalid([&] { off.to(C::Csr); });
   EXPECT_EQ(e.field(), "indptr");
-  e = expect_invalid([&] { off.to(C::Csr, 3); });  // ends before the last start
+  e = catch_invalid([&] { off.to(C::Csr, 3); });  // ends before the last start
   EXPECT_EQ(e.index(), 1);
 }
 
 TEST(Indptr, SizeIsCsrOnly) {
   Indptr<int64_t> off({0, 4}, C::OffsetsOnly);
-  auto e = expect_invalid([&] { off.size(0); });
+  auto e = catch_invalid([&] { off.size(0); });
   EXPECT_EQ(e.field(), "indptr");
   EXPECT_EQ(e.index(), 0);
   Indptr<int32_t> csr({0, 2}, C::Csr);
-  e = expect_invalid([&] { csr.size(1); });  // only request 0 exists
+  e = catch_invalid([&] { csr.size(1); });  // only request 0 exists
   EXPECT_EQ(e.index(), 1);
-  e = expect_invalid([&] { csr.start(-1); });
+  e = catch_invalid([&] { csr.start(-1); });
   EXPECT_EQ(e.index(), -1);
 }
 
 // The bug behind the project: a kernel that wants offsets [bs] is handed a [:bs+1] CSR slice.
 TEST(Indptr, OffsetsOnlyHandedCsrSliceIsRejected) {
   Indptr<int64_t> slice({0, 6, 12}, C::OffsetsOnly);  // bs = 2 but three entries
-  auto e = expect_invalid([&] { slice.check("mask_indptr", 2); });
+  auto e = catch_invalid([&] { slice.check("mask_indptr", 2); });
   EXPECT_EQ(e.field(), "mask_indptr");
   EXPECT_EQ(e.index(), -1);
   EXPECT_NE(e.detail().find("[:bs+1] slice?"), std::string::npos) << e.what();
@@ -99,7 +90,7 @@ TEST(Indptr, OffsetsOnlyHandedCsrSliceIsRejected) {
 // And the reverse: a CSR consumer handed the [:bs] offsets.
 TEST(Indptr, CsrHandedOffsetsSliceIsRejected) {
   Indptr<int32_t> slice({0, 6}, C::Csr);  // bs = 2 but two entries
-  auto e = expect_invalid([&] { slice.check("kv_indptr", 2); });
+  auto e = catch_invalid([&] { slice.check("kv_indptr", 2); });
   EXPECT_EQ(e.field(), "kv_indptr");
   EXPECT_EQ(e.index(), -1);
   EXPECT_NE(e.detail().find("expected [bs+1]=3 entries (CSR), got 2; a [:bs] slice?"),
@@ -109,14 +100,14 @@ TEST(Indptr, CsrHandedOffsetsSliceIsRejected) {
 
 TEST(Indptr, CsrMustStartAtZero) {
   Indptr<int32_t> ip({1, 3, 4}, C::Csr);
-  auto e = expect_invalid([&] { ip.check("qo_indptr", 2); });
+  auto e = catch_invalid([&] { ip.check("qo_indptr", 2); });
   EXPECT_EQ(e.field(), "qo_indptr");
   EXPECT_EQ(e.index(), 0);
   // Offsets-only may start anywhere >= 0 (a request may begin mid-buffer) but not below 0.
   Indptr<int64_t> off({5, 9}, C::OffsetsOnly);
   EXPECT_NO_THROW(off.check("mask_indptr", 2));
   Indptr<int64_t> neg({-1, 9}, C::OffsetsOnly);
-  e = expect_invalid([&] { neg.check("mask_indptr", 2); });
+  e = catch_invalid([&] { neg.check("mask_indptr", 2); });
   EXPECT_EQ(e.index(), 0);
 }
 
@@ -126,7 +117,7 @@ TEST(Indptr, NonMonotoneNamesTheIndex) {
     std::vector<int32_t> v = {0, 4, 7, 5, 9};
     if (c == C::OffsetsOnly) v.pop_back();
     Indptr<int32_t> ip(v, c);
-    auto e = expect_invalid([&] { ip.check("kv_indptr", 4); });
+    auto e = catch_invalid([&] { ip.check("kv_indptr", 4); });
     EXPECT_EQ(e.field(), "kv_indptr");
     EXPECT_EQ(e.index(), 3);
     EXPECT_NE(e.detail().find("5 < 7"), std::string::npos) << e.what();
@@ -136,11 +127,11 @@ TEST(Indptr, NonMonotoneNamesTheIndex) {
 TEST(Indptr, TotalMustMatch) {
   Indptr<int32_t> ip({0, 2, 5}, C::Csr);
   EXPECT_NO_THROW(ip.check("qo_indptr", 2, 5));
-  auto e = expect_invalid([&] { ip.check("qo_indptr", 2, 6); });
+  auto e = catch_invalid([&] { ip.check("qo_indptr", 2, 6); });
   EXPECT_EQ(e.index(), 2);
   Indptr<int64_t> off({0, 7}, C::OffsetsOnly);
   EXPECT_NO_THROW(off.check("mask_indptr", 2, 7));  // a last request of size 0 may start at the end
-  e = expect_invalid([&] { off.check("mask_indptr", 2, 6); });
+  e = catch_invalid([&] { off.check("mask_indptr", 2, 6); });
   EXPECT_EQ(e.index(), 1);
 }
 
@@ -148,12 +139,12 @@ TEST(Indptr, RawPointerCheck) {
   const int64_t v[] = {0, 3, 3, 8};
   EXPECT_NO_THROW(check_indptr<int64_t>("mask_indptr", v, 4, C::Csr, 3, 8));
   EXPECT_NO_THROW(check_indptr<int64_t>("mask_indptr", v, 3, C::OffsetsOnly, 3, 8));
-  auto e = expect_invalid([&] { check_indptr<int64_t>("mask_indptr", nullptr, 4, C::Csr, 3); });
+  auto e = catch_invalid([&] { check_indptr<int64_t>("mask_indptr", nullptr, 4, C::Csr, 3); });
   EXPECT_EQ(e.field(), "mask_indptr");
   EXPECT_EQ(e.index(), -1);
-  e = expect_invalid([&] { check_indptr<int64_t>("mask_indptr", v, 4, static_cast<C>(7), 3); });
+  e = catch_invalid([&] { check_indptr<int64_t>("mask_indptr", v, 4, static_cast<C>(7), 3); });
   EXPECT_EQ(e.index(), -1);
-  e = expect_invalid([&] { check_indptr<int64_t>("mask_indptr", v, 4, C::Csr, -1); });
+  e = catch_invalid([&] { check_indptr<int64_t>("mask_indptr", v, 4, C::Csr, -1); });
   EXPECT_EQ(e.index(), -1);
 }
 

@@ -13,27 +13,15 @@
 #include "mlaverify/verify_params.h"
 #include "model/mask.h"
 #include "model/tree.h"
+#include "tests/support/expect_invalid.h"
 
 namespace mlaverify::model {
 namespace {
 
+using mlaverify::testing::expect_invalid;
+
 using C = IndptrConvention;
 using F = MaskFormat;
-
-template <class Fn>
-void expect_invalid(Fn&& f, const std::string& field, int64_t index,
-                    const std::string& detail = "") {
-  try {
-    f();
-    ADD_FAILURE() << "expected InvalidInput(" << field << ", " << index << ")";
-  } catch (const InvalidInput& e) {
-    EXPECT_EQ(e.field(), field) << e.what();
-    EXPECT_EQ(e.index(), index) << e.what();
-    if (!detail.empty()) {
-      EXPECT_NE(e.detail().find(detail), std::string::npos) << e.what();
-    }
-  }
-}
 
 DraftTree random_tree(int32_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -6,20 +6,12 @@
 #include <vector>
 
 #include "model/metadata.h"
+#include "tests/support/expect_invalid.h"
 
 namespace mlaverify::model {
 namespace {
 
-template <class F>
-InvalidInput expect_invalid(F&& f) {
-  try {
-    f();
-  } catch (const InvalidInput& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected InvalidInput";
-  return InvalidInput("<none>", -2, "no throw");
-}
+using mlaverify::testing::catch_invalid;
 
 // The example, on paper. req_to_token has 3 request rows (+ row 0) and 8 columns.
 //   request 0 lives in row 2: P = 3, D = 2 (chain 0 <- 1);        row 2 = [10 11 12 | 20 21]
@@ -86,46 +78,46 @@ TEST(Metadata, Rejections) {
 
   // Lengths disagree with bs = req_pool_indices.size() = 2.
   std::vector<int64_t> short_prefix = {3};
-  auto e = expect_invalid([&] { build_metadata(ex.rtt, ex.rows, short_prefix, sizes, ext); });
+  auto e = catch_invalid([&] { build_metadata(ex.rtt, ex.rows, short_prefix, sizes, ext); });
   EXPECT_EQ(e.field(), "prefix_lens");
   EXPECT_EQ(e.index(), -1);
   std::vector<int32_t> long_sizes = {2, 3, 4};
-  e = expect_invalid([&] { build_metadata(ex.rtt, ex.rows, ex.prefix, long_sizes, ext); });
+  e = catch_invalid([&] { build_metadata(ex.rtt, ex.rows, ex.prefix, long_sizes, ext); });
   EXPECT_EQ(e.field(), "draft_sizes");
   EXPECT_EQ(e.index(), -1);
   std::vector<int32_t> no_rows;
   std::vector<int64_t> no_prefix;
   std::vector<int32_t> no_sizes;
-  e = expect_invalid([&] { build_metadata(ex.rtt, no_rows, no_prefix, no_sizes, ext); });
+  e = catch_invalid([&] { build_metadata(ex.rtt, no_rows, no_prefix, no_sizes, ext); });
   EXPECT_EQ(e.field(), "req_pool_indices");
 
   // Row 4 does not exist (rows 0..3).
   std::vector<int32_t> bad_rows = {2, 4};
-  e = expect_invalid([&] { build_metadata(ex.rtt, bad_rows, ex.prefix, sizes, ext); });
+  e = catch_invalid([&] { build_metadata(ex.rtt, bad_rows, ex.prefix, sizes, ext); });
   EXPECT_EQ(e.field(), "req_pool_indices");
   EXPECT_EQ(e.index(), 1);
 
   std::vector<int64_t> neg_prefix = {-1, 2};
-  e = expect_invalid([&] { build_metadata(ex.rtt, ex.rows, neg_prefix, sizes, ext); });
+  e = catch_invalid([&] { build_metadata(ex.rtt, ex.rows, neg_prefix, sizes, ext); });
   EXPECT_EQ(e.field(), "prefix_lens");
   EXPECT_EQ(e.index(), 0);
 
   std::vector<int32_t> zero_draft = {2, 0};
-  e = expect_invalid([&] { build_metadata(ex.rtt, ex.rows, ex.prefix, zero_draft, ext); });
+  e = catch_invalid([&] { build_metadata(ex.rtt, ex.rows, ex.prefix, zero_draft, ext); });
   EXPECT_EQ(e.field(), "draft_sizes");
   EXPECT_EQ(e.index(), 1);
 
   // P = 6 fits 8 columns on the ExtendRows path, but P + D = 6 + 3 = 9 does not on CacheSlots.
   std::vector<int64_t> long_prefix = {3, 6};
   EXPECT_NO_THROW(build_metadata(ex.rtt, ex.rows, long_prefix, sizes, ext));
-  e = expect_invalid([&] { build_metadata(ex.rtt, ex.rows, long_prefix, sizes, cache); });
+  e = catch_invalid([&] { build_metadata(ex.rtt, ex.rows, long_prefix, sizes, cache); });
   EXPECT_EQ(e.field(), "prefix_lens");
   EXPECT_EQ(e.index(), 1);
 
   // A negative slot in a read entry: row 1, column 1 -> flat index 1 * 8 + 1 = 9.
   ReqToToken bad = ex.rtt;
   bad.set(1, 1, -3);
-  e = expect_invalid([&] { build_metadata(bad, ex.rows, ex.prefix, sizes, ext); });
+  e = catch_invalid([&] { build_metadata(bad, ex.rows, ex.prefix, sizes, ext); });
   EXPECT_EQ(e.field(), "req_to_token");
   EXPECT_EQ(e.index(), 9);
   // ... but a negative slot in an entry that is not read (row 1, column 5) is not an error.
@@ -133,7 +125,7 @@ TEST(Metadata, Rejections) {
   unread.set(1, 5, -3);
   EXPECT_NO_THROW(build_metadata(unread, ex.rows, ex.prefix, sizes, cache));
 
-  e = expect_invalid(
+  e = catch_invalid(
       [&] { build_metadata(ex.rtt, ex.rows, ex.prefix, sizes, static_cast<DraftKvSource>(4)); });
   EXPECT_EQ(e.field(), "draft_source");
 }
@@ -148,7 +140,7 @@ TEST(Metadata, Int32IndptrOverflowIsRejected) {
   const std::vector<int64_t> prefix = {0, 0};
   const std::vector<int32_t> sizes = {1 << 30, 1 << 30};
   auto e =
-      expect_invalid([&] { build_metadata(rtt, rows, prefix, sizes, DraftKvSource::ExtendRows); });
+      catch_invalid([&] { build_metadata(rtt, rows, prefix, sizes, DraftKvSource::ExtendRows); });
   EXPECT_EQ(e.field(), "qo_indptr");
   EXPECT_EQ(e.index(), 2);
   EXPECT_NE(e.detail().find("overflows int32"), std::string::npos) << e.what();
@@ -165,18 +157,18 @@ TEST(GraphPadding, PadBatchSize) {
   const std::vector<int32_t> unsorted = {16, 4, 8};
   EXPECT_EQ(pad_batch_size(5, unsorted), 8);
 
-  auto e = expect_invalid([&] { pad_batch_size(33, captured); });
+  auto e = catch_invalid([&] { pad_batch_size(33, captured); });
   EXPECT_EQ(e.field(), "batch_size");
   EXPECT_EQ(e.index(), -1);
   EXPECT_NE(e.detail().find("largest 32"), std::string::npos) << e.what();
-  e = expect_invalid([&] { pad_batch_size(0, captured); });
+  e = catch_invalid([&] { pad_batch_size(0, captured); });
   EXPECT_EQ(e.field(), "batch_size");
   const std::vector<int32_t> with_zero = {4, 0, 8};
-  e = expect_invalid([&] { pad_batch_size(2, with_zero); });
+  e = catch_invalid([&] { pad_batch_size(2, with_zero); });
   EXPECT_EQ(e.field(), "captured_sizes");
   EXPECT_EQ(e.index(), 1);
   const std::vector<int32_t> none;
-  e = expect_invalid([&] { pad_batch_size(1, none); });
+  e = catch_invalid([&] { pad_batch_size(1, none); });
   EXPECT_EQ(e.field(), "batch_size");
 }
 
@@ -206,7 +198,7 @@ TEST(GraphPadding, PaddedRowsAsSgLangFillsThem) {
   // No padding asked: unchanged.
   RequestRows same = pad_requests(ex.rows, ex.prefix, sizes, 2);
   EXPECT_EQ(same.req_pool_indices, ex.rows);
-  auto e = expect_invalid([&] { pad_requests(ex.rows, ex.prefix, sizes, 1); });
+  auto e = catch_invalid([&] { pad_requests(ex.rows, ex.prefix, sizes, 1); });
   EXPECT_EQ(e.field(), "padded_bs");
   EXPECT_EQ(e.index(), -1);
 }

@@ -11,22 +11,14 @@
 
 #include "mlaverify/error.h"
 #include "model/serving.h"
+#include "tests/support/expect_invalid.h"
 
 namespace mlaverify::model {
 namespace {
 
-using Slots = std::vector<int64_t>;
+using mlaverify::testing::expect_invalid;
 
-template <typename F>
-void expect_invalid(F&& f, const std::string& field, int64_t index) {
-  try {
-    f();
-    ADD_FAILURE() << "expected InvalidInput(" << field << ", " << index << ")";
-  } catch (const InvalidInput& e) {
-    EXPECT_EQ(e.field(), field) << e.what();
-    EXPECT_EQ(e.index(), index) << e.what();
-  }
-}
+using Slots = std::vector<int64_t>;
 
 // A logical token: the request, the verify step that wrote it (0 for the admitted prefix) and the
 // req_to_token column it was written at. Its KV row is a pure function of the tag.

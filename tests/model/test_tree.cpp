@@ -12,25 +12,12 @@
 #include "mlaverify/error.h"
 #include "model/bitrows.h"
 #include "model/tree.h"
+#include "tests/support/expect_invalid.h"
 
 namespace mlaverify::model {
 namespace {
 
-// Runs f, expects InvalidInput naming `field` and `index`.
-template <class F>
-void expect_invalid(F&& f, const std::string& field, int64_t index,
-                    const std::string& detail = "") {
-  try {
-    f();
-    ADD_FAILURE() << "expected InvalidInput(" << field << ", " << index << ")";
-  } catch (const InvalidInput& e) {
-    EXPECT_EQ(e.field(), field) << e.what();
-    EXPECT_EQ(e.index(), index) << e.what();
-    if (!detail.empty()) {
-      EXPECT_NE(e.detail().find(detail), std::string::npos) << e.what();
-    }
-  }
-}
+using mlaverify::testing::expect_invalid;
 
 // A random recursive tree: parent[t] uniform in [0, t) (SPEC §8's generator).
 DraftTree random_tree(int32_t n, uint64_t seed) {
