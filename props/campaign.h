@@ -19,7 +19,7 @@ struct CampaignOptions {
   uint64_t seed = 20261129;             // the whole campaign is a function of this seed
   std::vector<std::string> properties;  // names (all_properties()); empty = all
   std::filesystem::path out_dir;        // where shrunk failures are written; empty = nowhere
-  int32_t max_shrink_evals = 120;       // property evaluations spent shrinking one failure
+  int32_t max_shrink_evals = 300;       // property evaluations spent shrinking one failure
   bool stop_at_first_failure = false;   // stop the campaign when any property fails
   std::string backend_label;            // written into scenarios; empty = backend.name()
   GenOptions gen;

@@ -237,10 +237,16 @@ Comparison compare_bits(const model::VerifyBatch& batch, const RunOutput& a, con
   if (which.empty()) {
     for (int32_t i = 0; i < batch.real_batch_size(); ++i) which.push_back(i);
   }
+  std::vector<std::pair<int32_t, RequestView>> views;
+  for (int32_t i : which) views.emplace_back(i, request_view(batch, i));
+  return compare_bits(views, a, b);
+}
+
+Comparison compare_bits(const std::vector<std::pair<int32_t, RequestView>>& views,
+                        const RunOutput& a, const RunOutput& b) {
   Accumulator acc;
   auto same_bits = [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; };
-  for (int32_t i : which) {
-    RequestView rv = request_view(batch, i);
+  for (const auto& [i, rv] : views) {
     for (int64_t q = 0; q < rv.draft_nodes; ++q) {
       int64_t t = rv.q_begin + q;
       for (int32_t h = 0; h < a.heads; ++h) {

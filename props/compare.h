@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/attention.h"
@@ -73,5 +74,8 @@ Comparison compare_runs_within(model::VerifyBatch& batch, const RunOutput& a, co
 // named). NaN payloads count: a property of the form "must be identical" means the bits.
 Comparison compare_bits(const model::VerifyBatch& batch, const RunOutput& a, const RunOutput& b,
                         const std::vector<int32_t>& requests = {});
+// The same over explicit (request index, token range) pairs, for batches not held in a VerifyBatch.
+Comparison compare_bits(const std::vector<std::pair<int32_t, RequestView>>& views,
+                        const RunOutput& a, const RunOutput& b);
 
 }  // namespace mlaverify::props

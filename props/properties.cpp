@@ -17,12 +17,10 @@
 
 namespace mlaverify::props {
 
-namespace {
-
-// Runs `body` and turns what escapes into a result: Unsupported is a skip (the backend said it
-// cannot run this case), any other exception a failure naming it — a backend that rejects a valid
-// case, or crashes on it, is wrong.
-PropertyResult guarded(std::string_view name, const std::function<PropertyResult()>& body) {
+// Unsupported is a skip (the backend said it cannot run this case); any other exception is a
+// failure naming it: a backend that rejects a valid case, or crashes on it, is wrong.
+PropertyResult guarded_property(std::string_view name,
+                                const std::function<PropertyResult()>& body) {
   try {
     PropertyResult r = body();
     r.property = std::string(name);
@@ -38,6 +36,12 @@ PropertyResult guarded(std::string_view name, const std::function<PropertyResult
   } catch (const std::exception& e) {
     return {false, false, std::string(name), std::string("exception: ") + e.what(), {}};
   }
+}
+
+namespace {
+
+PropertyResult guarded(std::string_view name, const std::function<PropertyResult()>& body) {
+  return guarded_property(name, body);
 }
 
 // Skips when the backend says it cannot implement this batch.
@@ -419,6 +423,8 @@ const std::vector<PropertyInfo>& all_properties() {
       {"draft_source", &check_draft_source, "draft KV from k_extend == from cache slots (bits)"},
       {"slot_permutation", &check_slot_permutation, "permuting physical slots changes no bit"},
       {"defrag", &check_defrag, "tier-1 compaction changes no bit"},
+      {"serving_defrag", &check_serving_defrag,
+       "through ServingState (churn, accept): model::compact changes no bit"},
       {"batch_independence", &check_batch_independence,
        "a request's output ignores every other request's data (padded rows too)"},
       {"representation", &check_representation,

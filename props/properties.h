@@ -2,6 +2,7 @@
 // false (with a pointed diagnostic) for each SPEC §7 bug class. Backends come only through Backend.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,10 +61,20 @@ PropertyResult check_batch_independence(Backend& backend, const Case& c);
 // fp32 storage, and every format encodes the same trees).
 PropertyResult check_representation(Backend& backend, const Case& c);
 
+// The case realized through model::ServingState: fillers admitted and finished between requests
+// (holes), odd requests reach their prefix through an accepted verify round, then every request's
+// draft is allocated; the launch is run, model::compact relocates every live row, and the launch
+// (metadata rebuilt from the rewritten req_to_token) must give bit-identical outputs.
+PropertyResult check_serving_defrag(Backend& backend, const Case& c);
+
 // SPEC §3 metadata invariants of the built batch (the backend is not run): qo/kv/mask indptr
 // CSR rules, kv_indices == req_to_token rows, slot 0 only in padded rows, real slots unique and
 // inside the pool, padded rows P = 1 at request row 0, masks decode to the case's trees, positions.
 PropertyResult check_metadata(Backend& backend, const Case& c);
+
+// Runs `body` and turns what escapes into a result: Unsupported is a skip, any other exception a
+// failure naming it (a backend that rejects or crashes on a valid case is wrong).
+PropertyResult guarded_property(std::string_view name, const std::function<PropertyResult()>& body);
 
 // The catalog, by stable name, in a fixed order.
 using PropertyFn = PropertyResult (*)(Backend&, const Case&);
