@@ -44,7 +44,8 @@ int64_t q_extent(const VerifyParams& p) {
 }
 int64_t pool_extent(const VerifyParams& p) {
   const KvLayout& l = p.kv_layout;
-  const int64_t last = p.pool_slots - 1;  // strides are non-negative: the last slot reaches furthest
+  const int64_t last =
+      p.pool_slots - 1;  // strides are non-negative: the last slot reaches furthest
   return std::max(l.latent_index(last) + kLatentDim, l.rope_index(last) + kRopeDim);
 }
 int64_t o_extent(const VerifyParams& p) {
@@ -76,7 +77,8 @@ CudaBackend::CudaBackend() : state_(std::make_unique<State>()) {}
 CudaBackend::~CudaBackend() = default;
 
 Support CudaBackend::can_implement(const VerifyParams& p) const {
-  if (Support dev = cuda_device_available(); !dev) return Support::no("no CUDA device: " + dev.reason);
+  if (Support dev = cuda_device_available(); !dev)
+    return Support::no("no CUDA device: " + dev.reason);
   return detail::check_static(p, /*check_pointers=*/false);
 }
 
@@ -89,7 +91,8 @@ void CudaBackend::run(const VerifyParams& p) {
   validate_host_params(p);
   if (Support s = can_implement(p); !s) throw Unsupported("cuda backend: " + s.reason);
   State& st = *state_;
-  if (st.stream == nullptr) CUDA_CHECK(cudaStreamCreateWithFlags(&st.stream, cudaStreamNonBlocking));
+  if (st.stream == nullptr)
+    CUDA_CHECK(cudaStreamCreateWithFlags(&st.stream, cudaStreamNonBlocking));
 
   auto stage = [&](DeviceBuffer& buf, const void* host, size_t bytes) -> void* {
     void* d = buf.reserve(bytes);
@@ -108,12 +111,14 @@ void CudaBackend::run(const VerifyParams& p) {
   d.kv_indices = n_idx == 0 ? static_cast<const int64_t*>(st.idx.reserve(8))
                             : static_cast<const int64_t*>(stage(st.idx, p.kv_indices, n_idx * 8));
   if (p.draft_source == DraftKvSource::ExtendRows)
-    d.k_extend = stage(st.kext, p.k_extend, ((p.max_total_q - 1) * p.k_extend_stride + kRowDim) * 2);
+    d.k_extend =
+        stage(st.kext, p.k_extend, ((p.max_total_q - 1) * p.k_extend_stride + kRowDim) * 2);
   const size_t mask_unit = p.mask_format == MaskFormat::DraftBits ? 4 : 1;
-  d.mask = stage(st.mask, p.mask, static_cast<size_t>(std::max<int64_t>(p.mask_len, 1)) * mask_unit);
+  d.mask =
+      stage(st.mask, p.mask, static_cast<size_t>(std::max<int64_t>(p.mask_len, 1)) * mask_unit);
   if (p.mask_format == MaskFormat::FullMask || p.mask_format == MaskFormat::FlashInferPacked)
-    d.mask_indptr = static_cast<const int64_t*>(
-        stage(st.mask_indptr, p.mask_indptr, indptr_length(p.mask_indptr_convention, p.batch_size) * 8));
+    d.mask_indptr = static_cast<const int64_t*>(stage(
+        st.mask_indptr, p.mask_indptr, indptr_length(p.mask_indptr_convention, p.batch_size) * 8));
   // Outputs go down too, so rows the kernel does not write come back as the caller left them.
   d.o_lat = stage(st.o, p.o_lat, o_extent(p) * obytes);
   d.lse = static_cast<float*>(stage(st.lse, p.lse, p.max_total_q * p.num_heads * 4));
@@ -122,7 +127,8 @@ void CudaBackend::run(const VerifyParams& p) {
   VerifyKernel kernel;
   kernel.initialize(d, ws, st.stream);
   kernel.run();
-  CUDA_CHECK(cudaMemcpyAsync(p.o_lat, d.o_lat, o_extent(p) * obytes, cudaMemcpyDeviceToHost, st.stream));
+  CUDA_CHECK(
+      cudaMemcpyAsync(p.o_lat, d.o_lat, o_extent(p) * obytes, cudaMemcpyDeviceToHost, st.stream));
   CUDA_CHECK(cudaMemcpyAsync(p.lse, d.lse, p.max_total_q * p.num_heads * 4, cudaMemcpyDeviceToHost,
                              st.stream));
   CUDA_CHECK(cudaStreamSynchronize(st.stream));

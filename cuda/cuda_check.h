@@ -17,8 +17,8 @@ class CudaError : public std::runtime_error {
 
 [[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* expr, const char* file,
                                           int line) {
-  throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + expr + " failed: " +
-                  cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
+  throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + expr +
+                  " failed: " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
 }
 
 }  // namespace mlaverify::cuda

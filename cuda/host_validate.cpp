@@ -62,8 +62,8 @@ void validate_host_params(const VerifyParams& p) {
   for (int32_t i = 0; i < p.batch_size; ++i) {
     const int64_t d = static_cast<int64_t>(p.qo_indptr[i + 1]) - p.qo_indptr[i];
     require(d >= 1 && d <= p.max_draft, "qo_indptr", i + 1,
-            "draft size " + s(d) + " of request " + s(i) + " outside [1, max_draft=" +
-                s(p.max_draft) + "]");
+            "draft size " + s(d) + " of request " + s(i) +
+                " outside [1, max_draft=" + s(p.max_draft) + "]");
   }
   const int64_t total_q = p.qo_indptr[p.batch_size];
   require(total_q <= p.max_total_q, "qo_indptr", p.batch_size,
@@ -100,7 +100,8 @@ void validate_host_params(const VerifyParams& p) {
       p.mask_format == MaskFormat::FullMask || p.mask_format == MaskFormat::FlashInferPacked;
   if (indptr_format) require(p.mask_indptr != nullptr, "mask_indptr", -1, "null pointer");
   if (indptr_format && p.mask_indptr_convention == IndptrConvention::Csr)
-    require(p.mask_indptr[0] == 0, "mask_indptr", 0, "CSR must start at 0, got " + s(p.mask_indptr[0]));
+    require(p.mask_indptr[0] == 0, "mask_indptr", 0,
+            "CSR must start at 0, got " + s(p.mask_indptr[0]));
   for (int32_t i = 0; i < p.batch_size; ++i) {
     const RequestExtent e = request_extent(p, i);
     const int64_t d = e.draft_nodes;

@@ -20,7 +20,8 @@ inline bool aligned_ptr(const void* p, uintptr_t bytes) {
 // (their alignment is the device buffers', which cudaMalloc gives at 256 bytes).
 inline Support check_static(const VerifyParams& p, bool check_pointers) {
   if (p.batch_size < 1 || p.batch_size > 65535)
-    return Support::no("batch_size " + std::to_string(p.batch_size) + " outside [1, 65535] (grid z)");
+    return Support::no("batch_size " + std::to_string(p.batch_size) +
+                       " outside [1, 65535] (grid z)");
   if (p.num_heads < 1 || p.num_heads > 128)
     return Support::no("num_heads " + std::to_string(p.num_heads) + " outside [1, 128]");
   if (p.max_draft < 1 || p.max_draft > 1024)
@@ -29,8 +30,10 @@ inline Support check_static(const VerifyParams& p, bool check_pointers) {
     return Support::no("num_splits " + std::to_string(p.num_splits) + " outside [1, 64]");
   if (p.max_total_q < 1 || p.max_total_q * p.num_heads > (int64_t{1} << 31) - 1)
     return Support::no("max_total_q * num_heads must be in [1, 2^31) (merge grid)");
-  if (p.q_dtype != DType::BF16) return Support::no("queries must be bf16 (the kernel feeds them to mma.sync)");
-  if (p.kv_dtype != DType::BF16) return Support::no("the KV pool must be bf16 (fp32 pools: convert first)");
+  if (p.q_dtype != DType::BF16)
+    return Support::no("queries must be bf16 (the kernel feeds them to mma.sync)");
+  if (p.kv_dtype != DType::BF16)
+    return Support::no("the KV pool must be bf16 (fp32 pools: convert first)");
   // 16-byte cp.async of q, pool and k_extend rows: every offset and stride a multiple of 8 bf16.
   if (!aligned_elems(p.q_token_stride, 8) || !aligned_elems(p.q_head_stride, 8) ||
       !aligned_elems(p.q_latent_offset, 8) || !aligned_elems(p.q_rope_offset, 8))
@@ -38,7 +41,8 @@ inline Support check_static(const VerifyParams& p, bool check_pointers) {
   const KvLayout& l = p.kv_layout;
   if (!aligned_elems(l.latent_offset, 8) || !aligned_elems(l.latent_stride, 8) ||
       !aligned_elems(l.rope_offset, 8) || !aligned_elems(l.rope_stride, 8))
-    return Support::no("kv_layout offsets and strides must be multiples of 8 elements (16-byte loads)");
+    return Support::no(
+        "kv_layout offsets and strides must be multiples of 8 elements (16-byte loads)");
   if (l.latent_offset < 0 || l.latent_stride < 0 || l.rope_offset < 0 || l.rope_stride < 0)
     return Support::no("kv_layout offsets and strides must be non-negative");
   if (p.draft_source == DraftKvSource::ExtendRows && !aligned_elems(p.k_extend_stride, 8))

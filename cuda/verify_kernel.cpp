@@ -19,7 +19,8 @@ namespace mlaverify::cuda {
 
 int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_draft,
                            int64_t typical_prefix_len, int sm_count) {
-  const int64_t blocks_per_split = std::max<int64_t>(1, batch_size * row_tiles(max_draft, num_heads));
+  const int64_t blocks_per_split =
+      std::max<int64_t>(1, batch_size * row_tiles(max_draft, num_heads));
   // One block per SM fits (~240 registers x 256 threads): one wave of prefix blocks. On the H200
   // (cuda/NOTES.md v1 sweep) this picks the measured best split for all six SPEC §8 workloads;
   // one more split spills into a second wave and lost 5-45% to the tail.
@@ -72,8 +73,10 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
                       " bytes of shared memory per block, the kernel needs " +
                       std::to_string(need));
 #ifdef MLAV_HAVE_SM90_VARIANT
-  if (stages_ == kStagesSm90) detail::prepare_partial_stages6();
-  else detail::prepare_partial_stages2();
+  if (stages_ == kStagesSm90)
+    detail::prepare_partial_stages6();
+  else
+    detail::prepare_partial_stages2();
 #else
   detail::prepare_partial_stages2();
 #endif
@@ -89,10 +92,13 @@ void VerifyKernel::run() {
   args.p = params_;
   args.ws_o = static_cast<float*>(workspace_);
   const size_t rows = static_cast<size_t>(params_.max_total_q) * params_.num_heads;
-  args.ws_lse = args.ws_o + static_cast<size_t>(num_partials(params_.num_splits)) * rows * kLatentDim;
+  args.ws_lse =
+      args.ws_o + static_cast<size_t>(num_partials(params_.num_splits)) * rows * kLatentDim;
 #ifdef MLAV_HAVE_SM90_VARIANT
-  if (stages_ == kStagesSm90) detail::launch_partial_stages6(args, stream_);
-  else detail::launch_partial_stages2(args, stream_);
+  if (stages_ == kStagesSm90)
+    detail::launch_partial_stages6(args, stream_);
+  else
+    detail::launch_partial_stages2(args, stream_);
 #else
   detail::launch_partial_stages2(args, stream_);
 #endif

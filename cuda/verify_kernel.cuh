@@ -1,5 +1,6 @@
 // Device code of the verify kernel's split-KV partial kernel (tensor cores, cp.async pipeline),
-// templated on the pipeline depth and instantiated in small .cu files; the merge is verify_merge.cu.
+// templated on the pipeline depth and instantiated in small .cu files; the merge is
+// verify_merge.cu.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -31,8 +32,8 @@ constexpr int kThreads = kThreadsPerBlock;
 static_assert(kKvTile == 64, "the chunk loader and warp layout assume 64-token tiles");
 static_assert(kThreads == 256 && kRows == 64, "warp layout: 4 row groups x 2 halves");
 
-constexpr int kQElems = kRows * kRowDim;      // [64, 576] bf16
-constexpr int kPElems = kRows * kKvTile;      // [64, 64] bf16
+constexpr int kQElems = kRows * kRowDim;  // [64, 576] bf16
+constexpr int kPElems = kRows * kKvTile;  // [64, 64] bf16
 
 // Chunk geometry for kCols columns per chunk (64 or 128).
 template <int kCols>
@@ -40,13 +41,12 @@ struct Chunking {
   static_assert(kCols == 64 || kCols == 128, "16-byte units, swizzle groups of 8 units");
   static constexpr int kKChunks = kLatentDim / kCols + 1;  // latent chunks, then one for k_pe
   static constexpr int kVChunks = kLatentDim / kCols;
-  static constexpr int kPerTile = kKChunks + kVChunks;      // 17 or 9
-  static constexpr int kElems = kKvTile * kCols;            // [64, kCols] bf16
+  static constexpr int kPerTile = kKChunks + kVChunks;  // 17 or 9
+  static constexpr int kElems = kKvTile * kCols;        // [64, kCols] bf16
   static constexpr int kRowBytes = kCols * 2;
   static constexpr int kNTiles = kCols / 16;  // n8 tiles of a warp's half of a V chunk: 4 or 8
   static constexpr int kPairs = kNTiles / 2;  // ldmatrix.x4.trans loads two n8 tiles
 };
-
 
 // Calls f.template operator()<I>() for I = kBegin .. kEnd - 1, unrolled at compile time.
 template <int kBegin, int kEnd, class F>
@@ -71,8 +71,8 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
-__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t& r0, uint32_t& r1,
-                                            uint32_t& r2, uint32_t& r3) {
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2,
+                                            uint32_t& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(addr));
@@ -175,9 +175,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const int num_tiles = static_cast<int>((key_end - key_begin + kKvTile - 1) / kKvTile);
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [64, 576]
-  __nv_bfloat16* p_s = q_s + kQElems;                                 // [64, 64]
-  __nv_bfloat16* kv_s = p_s + kPElems;                                // [kStages, 64, kCols]
+  __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem_raw);          // [64, 576]
+  __nv_bfloat16* p_s = q_s + kQElems;                                       // [64, 64]
+  __nv_bfloat16* kv_s = p_s + kPElems;                                      // [kStages, 64, kCols]
   float* red_max = reinterpret_cast<float*>(kv_s + kStages * kChunkElems);  // [2, 64]
   float* red_sum = red_max + 2 * kRows;                                     // [2, 64]
   uint64_t* vis_s = reinterpret_cast<uint64_t*>(red_sum + 2 * kRows);       // [64]
@@ -197,7 +197,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       bool ok = row < valid_rows;
       int64_t t = ok ? row / H : 0, h = ok ? row % H : 0;
       int64_t col = unit < 64 ? p.q_latent_offset + unit * 8 : p.q_rope_offset + (unit - 64) * 8;
-      const __nv_bfloat16* src = qbase + (e.q_begin + t) * p.q_token_stride + h * p.q_head_stride + col;
+      const __nv_bfloat16* src =
+          qbase + (e.q_begin + t) * p.q_token_stride + h * p.q_head_stride + col;
       cp_async16(smem_addr(q_s + r * kRowDim + swz(r, unit) * 8), ok ? src : qbase, ok ? 16 : 0);
     }
     cp_async_commit();
@@ -223,7 +224,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   }
   const __nv_bfloat16* lat_src[2] = {pool, pool};   // this thread's 16 bytes of c, per key
   const __nv_bfloat16* rope_src[2] = {pool, pool};  // and of k_pe
-  int src_bytes[2] = {0, 0};                          // 16, or 0: zero-fill past key_end
+  int src_bytes[2] = {0, 0};                        // 16, or 0: zero-fill past key_end
   auto loader_enter_tile = [&](int tile) {
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
@@ -257,7 +258,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   // Issues the chunk holding part `kPart` of the current loader tile into buffer `buf`.
   auto issue_part = [&]<int kPart>(uint32_t buf) {
     constexpr bool rope = kPart == kKChunks - 1;  // k_pe: 64 columns, one unit per key and thread
-    constexpr int off = kPart < kKChunks - 1 ? kPart * kCols : rope ? 0 : (kPart - kKChunks) * kCols;
+    constexpr int off = kPart < kKChunks - 1 ? kPart * kCols
+                        : rope               ? 0
+                                             : (kPart - kKChunks) * kCols;
     const __nv_bfloat16* s0 = (rope ? rope_src[0] : lat_src[0]) + off;
     const __nv_bfloat16* s1 = (rope ? rope_src[1] : lat_src[1]) + off;
     cp_async16(buf + ld_dst0, s0, src_bytes[0]);
@@ -308,7 +311,10 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   // now; the one issued now is rd - 1 (mod kStages), freed by the previous step.
   int rd = 0;
   loader_enter_tile(0);
-  static_for<0, kStages - 1>([&]<int kP>() { issue_part.template operator()<kP>(kv_base + kP * kChunkElems * 2); cp_async_commit(); });
+  static_for<0, kStages - 1>([&]<int kP>() {
+    issue_part.template operator()<kP>(kv_base + kP * kChunkElems * 2);
+    cp_async_commit();
+  });
   static_assert(kStages - 1 < kChunksPerTile, "the prologue stays inside tile 0");
 
   // One pipeline step for part kPart of the current tile: wait for its chunk, then issue the chunk
@@ -367,12 +373,13 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       for (int ks = 0; ks < ksteps; ++ks) {
         uint32_t a[4];
         // Q columns kPart * kCols + ks * 16 (k_pe starts at 512 = (kKChunks - 1) * kCols).
-        ldmatrix_x4(q_lane + kPart * kCols * 2 + (ks >> 2) * 128 + xa[ks & 3], a[0], a[1], a[2], a[3]);
+        ldmatrix_x4(q_lane + kPart * kCols * 2 + (ks >> 2) * 128 + xa[ks & 3], a[0], a[1], a[2],
+                    a[3]);
 #pragma unroll
         for (int pair = 0; pair < 2; ++pair) {
           uint32_t b0, b1, b2, b3;
-          ldmatrix_x4(buf + kb_lane + pair * 16 * kRowBytes + (ks >> 2) * 128 + xb[ks & 3], b0,
-                      b1, b2, b3);
+          ldmatrix_x4(buf + kb_lane + pair * 16 * kRowBytes + (ks >> 2) * 128 + xb[ks & 3], b0, b1,
+                      b2, b3);
           mma_bf16(s_acc[pair * 2], a, b0, b1);
           mma_bf16(s_acc[pair * 2 + 1], a, b2, b3);
         }

@@ -23,7 +23,10 @@ __global__ void __launch_bounds__(kMergeThreads, 8) verify_merge(const PartialAr
   int32_t lo = 0, hi = bs - 1;
   while (lo < hi) {
     int32_t mid = (lo + hi + 1) / 2;
-    if (p.qo_indptr[mid] <= token) lo = mid; else hi = mid - 1;
+    if (p.qo_indptr[mid] <= token)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   const RequestExtent e = request_extent(p, lo);
   const int32_t np = num_partials(p.num_splits);
@@ -47,8 +50,8 @@ __global__ void __launch_bounds__(kMergeThreads, 8) verify_merge(const PartialAr
       // Each o_s is normalized by its own sum; w_s = exp(lse_s - M) restores its share of the
       // global sum, which is what makes the merge exact. lse_s <= M, so w_s <= 1: no overflow.
       const float w = expf(lse_s - big_m);
-      const float4 v =
-          *reinterpret_cast<const float4*>(args.ws_o + (s * rows_total + out_row) * kLatentDim + col);
+      const float4 v = *reinterpret_cast<const float4*>(
+          args.ws_o + (s * rows_total + out_row) * kLatentDim + col);
       o.x += w * v.x;
       o.y += w * v.y;
       o.z += w * v.z;
@@ -65,7 +68,9 @@ __global__ void __launch_bounds__(kMergeThreads, 8) verify_merge(const PartialAr
   if (p.o_dtype == DType::BF16) {
     __nv_bfloat16* dst = static_cast<__nv_bfloat16*>(p.o_lat) + o_off;
     // Round once, to nearest even (split_plan.h numerics 5), and store 4 columns as 8 bytes.
-    auto bits = [](float v) { return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v))); };
+    auto bits = [](float v) {
+      return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v)));
+    };
     *reinterpret_cast<uint2*>(dst) =
         make_uint2(bits(o.x) | (bits(o.y) << 16), bits(o.z) | (bits(o.w) << 16));
   } else {
@@ -74,7 +79,6 @@ __global__ void __launch_bounds__(kMergeThreads, 8) verify_merge(const PartialAr
   if (threadIdx.x == 0)
     p.lse[token * H + head] = big_m == -INFINITY ? -INFINITY : big_m + logf(wsum);
 }
-
 
 void launch_merge(const PartialArgs& args, CUstream_st* stream) {
   const VerifyParams& p = args.p;

@@ -8,7 +8,8 @@ namespace mlaverify::cuda::detail {
 template __global__ void verify_partial<2, 64>(const PartialArgs);
 
 void prepare_partial_stages2() {
-  CUDA_CHECK(cudaFuncSetAttribute(verify_partial<2, 64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CUDA_CHECK(cudaFuncSetAttribute(verify_partial<2, 64>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   partial_smem_bytes(2, 64)));
 }
 

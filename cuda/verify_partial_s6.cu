@@ -8,7 +8,8 @@ namespace mlaverify::cuda::detail {
 template __global__ void verify_partial<6, 128>(const PartialArgs);
 
 void prepare_partial_stages6() {
-  CUDA_CHECK(cudaFuncSetAttribute(verify_partial<6, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CUDA_CHECK(cudaFuncSetAttribute(verify_partial<6, 128>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   partial_smem_bytes(6, 128)));
 }
 

@@ -124,7 +124,8 @@ const Workload kWorkloads[] = {
 };
 
 __global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint32_t seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
     uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed ^ static_cast<uint32_t>(i >> 32);
     h ^= h >> 15, h *= 0x2c1b3c6du, h ^= h >> 12, h *= 0x297a2d39u, h ^= h >> 15;
     p[i] = __float2bfloat16((static_cast<float>(h) * 0x1.0p-32f - 0.5f) * 0.5f);  // [-0.25, 0.25)
@@ -146,8 +147,8 @@ T* upload(const std::vector<T>& v) {
 
 // Times one workload at one split count: R rotations over distinct KV (> L2 in total), all
 // captured in one CUDA graph; median of graph replays divided by R.
-double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_out, double* flops_out,
-                     double* io_bytes_out) {
+double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_out,
+                     double* flops_out, double* io_bytes_out) {
   const int64_t P = w.prefix;
   const int D = w.draft, H = w.heads, bs = w.bs;
   const double batch_kv_bytes = double(bs) * P * kRowDim * 2;
@@ -197,7 +198,8 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   uint8_t* d_mask = upload(mask);
   std::vector<int64_t*> d_idx(R);
   for (int r = 0; r < R; ++r) {
-    std::vector<int64_t> idx(perm.begin() + int64_t{r} * bs * P, perm.begin() + int64_t{r + 1} * bs * P);
+    std::vector<int64_t> idx(perm.begin() + int64_t{r} * bs * P,
+                             perm.begin() + int64_t{r + 1} * bs * P);
     d_idx[r] = upload(idx);
   }
 
@@ -296,22 +298,25 @@ int main(int argc, char** argv) {
   }
   const char* stages_env = std::getenv("MLAV_CUDA_STAGES");
   std::printf("device: %s, %d SMs, L2 %d MB, cc %d.%d, MLAV_CUDA_STAGES=%s\n", prop.name, sms,
-              prop.l2CacheSize >> 20, prop.major, prop.minor, stages_env ? stages_env : "(default)");
+              prop.l2CacheSize >> 20, prop.major, prop.minor,
+              stages_env ? stages_env : "(default)");
   if (!only.empty()) {
     for (const Workload& w : kWorkloads)
       if (only == w.name) {
         double kvb, fl, iob;
         const int s = cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, sms);
-        std::printf("%s splits %d: %.1f us\n", w.name, s, time_workload(w, s, sms, &kvb, &fl, &iob));
+        std::printf("%s splits %d: %.1f us\n", w.name, s,
+                    time_workload(w, s, sms, &kvb, &fl, &iob));
       }
     return 0;
   }
   const double copy_gbs = copy_bandwidth_gbs();
   const double mma_tflops = mma_peak_tflops(sms);
-  std::printf("ceilings (measured now): copy %.0f GB/s (read + write), mma.sync bf16 %.0f TFLOP/s\n",
-              copy_gbs, mma_tflops);
-  std::printf("\n%-17s %6s %8s %8s %8s %7s %7s %9s %9s %7s\n", "workload", "splits", "us", "KV GB/s",
-              "TFLOP/s", "roof us", "frac", "vs triton", "vs torch", "issue");
+  std::printf(
+      "ceilings (measured now): copy %.0f GB/s (read + write), mma.sync bf16 %.0f TFLOP/s\n",
+      copy_gbs, mma_tflops);
+  std::printf("\n%-17s %6s %8s %8s %8s %7s %7s %9s %9s %7s\n", "workload", "splits", "us",
+              "KV GB/s", "TFLOP/s", "roof us", "frac", "vs triton", "vs torch", "issue");
   for (const Workload& w : kWorkloads) {
     const int suggested = cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, sms);
     std::vector<int> tries = {suggested};

@@ -48,7 +48,8 @@ inline Magnitudes magnitudes(const model::VerifyBatch& b, int32_t i) {
     double n2 = 0;
     for (int k = 0; k < kRowDim; ++k) n2 += double(row[k]) * row[k];
     m.key_norm = std::max(m.key_norm, std::sqrt(n2));
-    for (int k = 0; k < kLatentDim; ++k) m.v_max[k] = std::max(m.v_max[k], std::fabs(double(row[k])));
+    for (int k = 0; k < kLatentDim; ++k)
+      m.v_max[k] = std::max(m.v_max[k], std::fabs(double(row[k])));
   }
   const int32_t H = b.spec().num_heads;
   const int64_t q0 = b.metadata().qo_indptr[i];
@@ -116,12 +117,12 @@ inline Bound derive_bound(const Magnitudes& m, float sm_scale, int32_t num_split
 
 // Worst measured error of one request, in units of its bound (<= 1 passes), and where.
 struct Measured {
-  double o_ratio = 0;    // max |o - ref| / (o_coeff v_max[k])
-  double lse_ratio = 0;  // max |lse - ref| / lse_abs
-  double rel_frob = 0;   // ||o - ref||_F / ||ref||_F, for the report
-  std::string worst;     // "(request, token, head, column)" of the worst o element
-  bool masked_ok = true; // fully masked rows: o == 0 and lse == -inf exactly
-  bool finite = true;    // no NaN or Inf where the reference is finite
+  double o_ratio = 0;     // max |o - ref| / (o_coeff v_max[k])
+  double lse_ratio = 0;   // max |lse - ref| / lse_abs
+  double rel_frob = 0;    // ||o - ref||_F / ||ref||_F, for the report
+  std::string worst;      // "(request, token, head, column)" of the worst o element
+  bool masked_ok = true;  // fully masked rows: o == 0 and lse == -inf exactly
+  bool finite = true;     // no NaN or Inf where the reference is finite
 };
 
 // Compares the batch's current outputs (a backend just ran) with `ref`, request i, bound b.
@@ -149,8 +150,8 @@ inline Measured compare_request(const model::VerifyBatch& batch, const model::Re
         if (ratio > r.o_ratio) {
           r.o_ratio = ratio;
           std::ostringstream w;
-          w << "(request " << i << ", token " << t << ", head " << h << ", column " << k
-            << ": got " << g << ", ref " << x << ")";
+          w << "(request " << i << ", token " << t << ", head " << h << ", column " << k << ": got "
+            << g << ", ref " << x << ")";
           r.worst = w.str();
         }
         err2 += (g - x) * (g - x);

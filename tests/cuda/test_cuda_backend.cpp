@@ -29,8 +29,8 @@ using model::VerifyBatch;
 // split boundaries, P = 0 and 1, D not a power of two, row tiles across nodes, H = 1 and 128).
 struct Scenario {
   std::string name;
-  std::vector<int32_t> draft;    // D_i per request (random trees; chain when `chain`)
-  std::vector<int64_t> prefix;   // P_i per request
+  std::vector<int32_t> draft;   // D_i per request (random trees; chain when `chain`)
+  std::vector<int64_t> prefix;  // P_i per request
   int32_t heads = 8;
   int32_t splits = 1;
   MaskFormat format = MaskFormat::FullMask;
@@ -46,8 +46,8 @@ BatchSpec spec_of(const Scenario& s, uint64_t seed) {
   BatchSpec spec;
   Rng rng(seed * 7919 + 13);
   for (size_t i = 0; i < s.draft.size(); ++i)
-    spec.requests.push_back(
-        RequestSpec{s.chain ? DraftTree::chain(s.draft[i]) : random_tree(s.draft[i], rng), s.prefix[i]});
+    spec.requests.push_back(RequestSpec{
+        s.chain ? DraftTree::chain(s.draft[i]) : random_tree(s.draft[i], rng), s.prefix[i]});
   spec.num_heads = s.heads;
   spec.num_splits = s.splits;
   spec.mask_format = s.format;
@@ -72,22 +72,57 @@ std::vector<Scenario> scenarios() {
   v.push_back({"splits-uneven", {4, 9}, {1000, 130}, 8, 7});
   v.push_back({"h128-d8", {8}, {300}, 128, 3});
   v.push_back({"wide-draft", {100}, {77}, 3, 2});
-  v.push_back({"chain4-p4096", {4, 4}, {4096, 4000}, 16, 4, MaskFormat::FullMask,
-               IndptrConvention::Csr, LayoutKind::LatentFirst, kRowDim,
-               DraftKvSource::ExtendRows, 1, true});
+  v.push_back({"chain4-p4096",
+               {4, 4},
+               {4096, 4000},
+               16,
+               4,
+               MaskFormat::FullMask,
+               IndptrConvention::Csr,
+               LayoutKind::LatentFirst,
+               kRowDim,
+               DraftKvSource::ExtendRows,
+               1,
+               true});
   v.push_back({"qlen-only", {6, 11}, {70, 5}, 2, 1, MaskFormat::QlenOnly});
   v.push_back({"bitpacking", {8, 20}, {70, 5}, 2, 2, MaskFormat::QlenOnlyBitpacking});
   v.push_back({"flashinfer-packed", {7, 13}, {33, 129}, 2, 2, MaskFormat::FlashInferPacked});
   v.push_back({"draft-bits", {40, 3}, {64, 0}, 2, 1, MaskFormat::DraftBits});
-  v.push_back({"offsets-only", {5, 6, 7}, {10, 0, 65}, 2, 2, MaskFormat::FullMask,
+  v.push_back({"offsets-only",
+               {5, 6, 7},
+               {10, 0, 65},
+               2,
+               2,
+               MaskFormat::FullMask,
                IndptrConvention::OffsetsOnly});
-  v.push_back({"split-layout", {9, 4}, {100, 3}, 4, 2, MaskFormat::FullMask,
-               IndptrConvention::Csr, LayoutKind::Split});
-  v.push_back({"padded-rows-640", {9, 4}, {100, 3}, 4, 2, MaskFormat::FullMask,
-               IndptrConvention::Csr, LayoutKind::LatentFirst, 640});
-  v.push_back({"cache-slots-paged", {12, 2}, {200, 17}, 4, 3, MaskFormat::FullMask,
-               IndptrConvention::Csr, LayoutKind::LatentFirst, kRowDim,
-               DraftKvSource::CacheSlots, 16});
+  v.push_back({"split-layout",
+               {9, 4},
+               {100, 3},
+               4,
+               2,
+               MaskFormat::FullMask,
+               IndptrConvention::Csr,
+               LayoutKind::Split});
+  v.push_back({"padded-rows-640",
+               {9, 4},
+               {100, 3},
+               4,
+               2,
+               MaskFormat::FullMask,
+               IndptrConvention::Csr,
+               LayoutKind::LatentFirst,
+               640});
+  v.push_back({"cache-slots-paged",
+               {12, 2},
+               {200, 17},
+               4,
+               3,
+               MaskFormat::FullMask,
+               IndptrConvention::Csr,
+               LayoutKind::LatentFirst,
+               kRowDim,
+               DraftKvSource::CacheSlots,
+               16});
   v.push_back({"d1024-draftbits", {1024}, {10}, 1, 1, MaskFormat::DraftBits});
   // SPEC §7 class 10: bs equal to D (a [bs, D] / [D, bs] mix-up reads the wrong rows).
   v.push_back({"bs-equals-d", {3, 3, 3}, {5, 64, 0}, 3, 2});
@@ -153,9 +188,10 @@ TEST_P(CudaVsReference, WithinDerivedBoundOfModelAndCpu) {
     worst_cpu = std::max({worst_cpu, m.o_ratio, m.lse_ratio});
     frob_cpu = std::max(frob_cpu, m.rel_frob);
   }
-  std::printf("[ratio] %-20s cuda-vs-model %.3e of bound (rel frob %.2e); cuda-vs-cpu %.3e of "
-              "bound (rel frob %.2e)\n",
-              s.name.c_str(), worst_model, frob_model, worst_cpu, frob_cpu);
+  std::printf(
+      "[ratio] %-20s cuda-vs-model %.3e of bound (rel frob %.2e); cuda-vs-cpu %.3e of "
+      "bound (rel frob %.2e)\n",
+      s.name.c_str(), worst_model, frob_model, worst_cpu, frob_cpu);
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, CudaVsReference, ::testing::ValuesIn(scenarios()),
@@ -282,7 +318,8 @@ TEST_F(CudaLaws, FullyMaskedRowGivesZerosAndMinusInf) {
   VerifyBatch b = VerifyBatch::build(spec_of(s, 9));
   model::EncodedMask& m = b.mask();
   const int32_t stride = m.draft_stride;
-  for (int32_t j = 0; j < stride; ++j) m.data[static_cast<size_t>(2) * stride + j] = 0;  // req 0, row 2
+  for (int32_t j = 0; j < stride; ++j)
+    m.data[static_cast<size_t>(2) * stride + j] = 0;  // req 0, row 2
   std::vector<float> lse;
   run_bits(b, &lse);
   for (int32_t h = 0; h < 2; ++h) {

@@ -120,7 +120,8 @@ TEST(CudaGraph, CaptureOnceReplayWithNewContents) {
     up(pool.p, p.kv_pool, b.pool().storage_elements() * 2);
     up(qo.p, p.qo_indptr, (kBs + 1) * 4);
     up(kv.p, p.kv_indptr, (kBs + 1) * 4);
-    if (!b.metadata().kv_indices.empty()) up(idx.p, p.kv_indices, b.metadata().kv_indices.size() * 8);
+    if (!b.metadata().kv_indices.empty())
+      up(idx.p, p.kv_indices, b.metadata().kv_indices.size() * 8);
     up(kext.p, p.k_extend, T * kRowDim * 2);
     up(mask.p, p.mask, p.mask_len);
     up(mask_indptr.p, p.mask_indptr, (kBs + 1) * 8);
@@ -130,8 +131,10 @@ TEST(CudaGraph, CaptureOnceReplayWithNewContents) {
     CUDA_CHECK(cudaGraphLaunch(exec, stream));
     o_bits.resize(T * kHeads * kLatentDim);
     lse_out.resize(T * kHeads);
-    CUDA_CHECK(cudaMemcpyAsync(o_bits.data(), o.p, o_bits.size() * 2, cudaMemcpyDeviceToHost, stream));
-    CUDA_CHECK(cudaMemcpyAsync(lse_out.data(), lse.p, lse_out.size() * 4, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(
+        cudaMemcpyAsync(o_bits.data(), o.p, o_bits.size() * 2, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(
+        cudaMemcpyAsync(lse_out.data(), lse.p, lse_out.size() * 4, cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
   };
 

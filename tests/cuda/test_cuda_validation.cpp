@@ -47,7 +47,8 @@ void expect_invalid(const VerifyParams& p, const std::string& field, int64_t ind
     EXPECT_EQ(e.field(), field) << e.what();
     EXPECT_EQ(e.index(), index) << e.what();
   }
-  EXPECT_THROW(model::validate_params(p), InvalidInput) << "model accepts what cuda rejects: " << field;
+  EXPECT_THROW(model::validate_params(p), InvalidInput)
+      << "model accepts what cuda rejects: " << field;
 }
 
 TEST(CudaValidation, ValidBatchPassesHostChecks) {
@@ -171,7 +172,7 @@ TEST(CudaValidation, CacheSlotsNeedDraftSlots) {
   VerifyBatch b = small_batch(MaskFormat::FullMask, DraftKvSource::CacheSlots);
   VerifyParams p = b.params();
   std::vector<int32_t> kv = b.metadata().kv_indptr;  // [0, 9, 12]
-  kv[2] = kv[1] + 2;  // request 1 has D = 3 but only 2 kv entries
+  kv[2] = kv[1] + 2;                                 // request 1 has D = 3 but only 2 kv entries
   p.kv_indptr = kv.data();
   expect_invalid(p, "kv_indptr", 2);
 }
@@ -190,11 +191,11 @@ TEST(CudaValidation, MaskExtents) {
     expect_invalid(p, "mask_indptr", 1);
   }
   {
-    VerifyBatch b = small_batch(MaskFormat::FullMask, DraftKvSource::ExtendRows,
-                                IndptrConvention::OffsetsOnly);
+    VerifyBatch b =
+        small_batch(MaskFormat::FullMask, DraftKvSource::ExtendRows, IndptrConvention::OffsetsOnly);
     VerifyParams p = b.params();
     std::vector<int64_t> mi = b.mask().indptr;  // [0, 36]
-    mi[1] = 40;  // 40 + 9 > 45
+    mi[1] = 40;                                 // 40 + 9 > 45
     p.mask_indptr = mi.data();
     expect_invalid(p, "mask_indptr", 1);
   }

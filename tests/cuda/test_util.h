@@ -11,10 +11,10 @@
 #include "model/tree.h"
 
 // GPU tests skip, visibly, where there is no device (CI has none).
-#define MLAV_SKIP_WITHOUT_DEVICE()                                                       \
-  do {                                                                                   \
-    ::mlaverify::Support mlav_dev_ = ::mlaverify::cuda::cuda_device_available();         \
-    if (!mlav_dev_) GTEST_SKIP() << "no CUDA device: " << mlav_dev_.reason;              \
+#define MLAV_SKIP_WITHOUT_DEVICE()                                               \
+  do {                                                                           \
+    ::mlaverify::Support mlav_dev_ = ::mlaverify::cuda::cuda_device_available(); \
+    if (!mlav_dev_) GTEST_SKIP() << "no CUDA device: " << mlav_dev_.reason;      \
   } while (0)
 
 namespace mlaverify::cuda::testing {
