@@ -301,15 +301,18 @@ std::vector<Case> simpler_cases(const Case& c) {
     }
   }
   for (size_t i = 0; i < c.requests.size(); ++i) {
-    // Whole-tree simplifications toward the two simplest shapes.
+    // Whole-tree simplifications in a strict order, any tree > chain > star, so the greedy
+    // shrinker cannot toggle between two equally small failing shapes.
     const auto& par = c.requests[i].parents;
     Case chain = c, star = c;
+    bool is_star = true;
     for (size_t t = 1; t < par.size(); ++t) {
       chain.requests[i].parents[t] = static_cast<int32_t>(t) - 1;
       star.requests[i].parents[t] = 0;
+      is_star = is_star && par[t] == 0;
     }
     push(star);
-    push(chain);
+    if (!is_star) push(chain);
   }
   Case plain = c;
   plain.layout = LayoutKind::LatentFirst;

@@ -15,7 +15,7 @@ const std::vector<MutantInfo>& all_mutants() {
   static const std::vector<MutantInfo> list = {
       {Mutant::MaskIndptrShifted, "mask_indptr_shifted", 1,
        "mask_indptr[1:bs+1] handed to a kernel that reads offsets [bs]"},
-      {Mutant::RopeFirstRead, "rope_first_read", 2, "latent-first pool rows read as [k_pe | c]"},
+      {Mutant::RopeFirstRead, "rope_first_read", 2, "latent-first pool rows read as [k_pe, c]"},
       {Mutant::LatentStride512, "latent_stride_512", 3,
        "latent view (V) of a latent-first pool with stride 512 instead of the row stride"},
       {Mutant::SmScale576, "sm_scale_576", 4, "sm_scale = 576^-0.5"},
