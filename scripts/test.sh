@@ -10,6 +10,11 @@ scripts/build.sh
 echo "== ctest (fixed seed) =="
 (cd build && MLAV_SEED=${MLAV_SEED:-20261129} ctest --output-on-failure -j 2 --timeout 900)
 
+if [ -x build/tests/cuda/cuda_tests ]; then
+  echo "== GPU tests: what ran and why any skipped =="
+  build/tests/cuda/cuda_tests --gtest_brief=1 2>&1 | grep -v "^Running main" | sort | uniq -c | sort -rn | head -8
+fi
+
 fresh=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 echo "== property suite, fresh seed MLAV_SEED=$fresh (rerun with MLAV_SEED=$fresh scripts/test.sh) =="
 (cd build && MLAV_SEED=$fresh MLAV_CASES=${MLAV_FRESH_CASES:-40} ctest --output-on-failure -L props --timeout 900)
