@@ -19,13 +19,15 @@ namespace mlaverify::cuda::detail {
 // ---------------------------------------------------------------------------------------------
 // Geometry. A block owns 64 (node, head) rows of one request and one split (or the draft block).
 // Key tiles are kKvTile = 64 tokens (the softmax rescale granularity of split_plan.h). A tile is
-// streamed through shared memory in chunks of 64 tokens x kCols columns (64 on sm_120: 17 chunks,
-// 9 for S = Q K^T over latent columns 0..511 then k_pe, 8 for O += P V; 128 on Hopper: 9 chunks,
-// 4 + a half-width k_pe chunk, then 4). V (= latent columns) is re-read from L2: the Q tile
-// (72 KB) and a whole KV tile (72 KB) do not both fit in sm_120's 99 KB.
-// Warps: 8 = 4 row groups (16 rows) x 2 halves. For S a half is 32 of the tile's 64 keys; for PV
-// a half is half of each chunk's output columns, so each warp accumulates 16 rows x 256 columns
-// (128 fp32 registers per thread) and every warp works on every chunk.
+// streamed through shared memory in chunks of 64 tokens x kCols columns (64 as instantiated: 17
+// chunks per tile, 9 for S = Q K^T over latent columns 0..511 then k_pe, 8 for O += P V; 128 is
+// supported by the template: 4 + a half-width k_pe chunk, then 4). V (= latent columns) is re-read
+// from L2: the Q tile (72 KB) and a whole KV tile (72 KB) do not both fit in sm_120's 99 KB.
+// Warps: 8. For S they are 4 row groups (16 rows) x 2 halves of the tile's 64 keys. For PV they
+// are 2 row pairs (32 rows, two m16 tiles) x 4 quarters of each chunk's columns, so each warp
+// accumulates 32 rows x 128 columns (128 fp32 registers per thread), every warp works on every
+// chunk, and each V fragment feeds 4 mma (V is read from smem twice per tile, not four times).
+// P and the per-row softmax factors cross from the S layout to the PV layout through smem.
 // ---------------------------------------------------------------------------------------------
 constexpr int kRows = kRowsPerBlock;
 constexpr int kThreads = kThreadsPerBlock;
@@ -44,7 +46,7 @@ struct Chunking {
   static constexpr int kPerTile = kKChunks + kVChunks;  // 17 or 9
   static constexpr int kElems = kKvTile * kCols;        // [64, kCols] bf16
   static constexpr int kRowBytes = kCols * 2;
-  static constexpr int kNTiles = kCols / 16;  // n8 tiles of a warp's half of a V chunk: 4 or 8
+  static constexpr int kNTiles = kCols / 32;  // n8 tiles of a warp's quarter of a V chunk: 2 or 4
   static constexpr int kPairs = kNTiles / 2;  // ldmatrix.x4.trans loads two n8 tiles
 };
 
@@ -180,13 +182,17 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   __nv_bfloat16* kv_s = p_s + kPElems;                                      // [kStages, 64, kCols]
   float* red_max = reinterpret_cast<float*>(kv_s + kStages * kChunkElems);  // [2, 64]
   float* red_sum = red_max + 2 * kRows;                                     // [2, 64]
-  uint64_t* vis_s = reinterpret_cast<uint64_t*>(red_sum + 2 * kRows);       // [64]
+  float* row_scale = red_sum + 2 * kRows;                                   // [64]
+  float* row_inv_l = row_scale + kRows;                                     // [64]
+  uint64_t* vis_s = reinterpret_cast<uint64_t*>(row_inv_l + kRows);         // [64]
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
   const int warp = tid >> 5;
   const int rg = warp >> 1;  // row group: rows rg*16 .. rg*16+15
   const int half = warp & 1;
+  const int rp = warp >> 2;      // PV row pair: rows rp*32 .. rp*32+31
+  const int quarter = warp & 3;  // PV column quarter of every chunk
 
   // ---- Q tile: 64 rows x 72 units of 16 bytes, rows past the request zero-filled ----
   {
@@ -204,83 +210,76 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     cp_async_commit();
   }
 
-  // ---- chunk loader: thread owns keys (tid / 8) and (tid / 8 + 32), 16-byte unit tid % 8 ----
-  // The 17 chunk steps of a tile are unrolled at compile time (static_for below), so which part
-  // of the row a chunk holds, when the loader crosses into the next tile and every shared-memory
-  // offset are constants: per chunk the loader does two adds and two cp.async, no branches.
+  // ---- chunk loader: thread owns key tid / 4 and the 16-byte units (tid % 4) * 2 and + 1 ----
+  // (with 128 columns also + 8 and + 9). One key per thread keeps its row pointers in few
+  // registers. The chunk steps of a tile are unrolled at compile time (static_for below), so which
+  // part of the row a chunk holds, when the loader crosses into the next tile and every
+  // shared-memory offset are constants: per chunk the loader does adds and cp.async, no branches.
   const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);
-  const int ld_key = tid >> 3, ld_unit = tid & 7;
+  const int ld_key = tid >> 2, ld_unit = (tid & 3) * 2;
   const bool slots_from_indices = !(is_draft && p.draft_source == DraftKvSource::ExtendRows);
   const int64_t index_base = e.kv_begin + (is_draft ? e.prefix_len : 0);
   // Slot ids one tile ahead, so the dependent index load is in flight while a tile streams.
-  auto load_slot = [&](int tile, int k) -> int64_t {
-    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 32 * k;
+  auto load_slot = [&](int tile) -> int64_t {
+    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key;
     return (tile < num_tiles && key < key_end) ? p.kv_indices[index_base + key] : 0;
   };
-  int64_t next_slot[2] = {0, 0};
-  if (slots_from_indices) {
-    next_slot[0] = load_slot(0, 0);
-    next_slot[1] = load_slot(0, 1);
-  }
-  const __nv_bfloat16* lat_src[2] = {pool, pool};   // this thread's 16 bytes of c, per key
-  const __nv_bfloat16* rope_src[2] = {pool, pool};  // and of k_pe
-  int src_bytes[2] = {0, 0};                        // 16, or 0: zero-fill past key_end
+  int64_t next_slot = slots_from_indices ? load_slot(0) : 0;
+  const __nv_bfloat16* lat_src = pool;   // this thread's first unit of c
+  const __nv_bfloat16* rope_src = pool;  // and of k_pe
+  int src_bytes = 0;                     // 16, or 0: zero-fill past key_end
   auto loader_enter_tile = [&](int tile) {
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 32 * k;
-      const bool ok = tile < num_tiles && key < key_end;
-      src_bytes[k] = ok ? 16 : 0;
-      if (!ok) {
-        lat_src[k] = rope_src[k] = pool;  // never read (src-size 0), but a valid address
-      } else if (!slots_from_indices) {
-        const __nv_bfloat16* row =
-            static_cast<const __nv_bfloat16*>(p.k_extend) + (e.q_begin + key) * p.k_extend_stride;
-        lat_src[k] = row + ld_unit * 8;  // k_extend rows are latent-first
-        rope_src[k] = row + kLatentDim + ld_unit * 8;
-      } else {
-        // Prefix keys are the first P_i entries; CacheSlots draft keys follow them.
-        lat_src[k] = pool + p.kv_layout.latent_index(next_slot[k]) + ld_unit * 8;
-        rope_src[k] = pool + p.kv_layout.rope_index(next_slot[k]) + ld_unit * 8;
-      }
+    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key;
+    const bool ok = tile < num_tiles && key < key_end;
+    src_bytes = ok ? 16 : 0;
+    if (!ok) {
+      lat_src = rope_src = pool;  // never read (src-size 0), but a valid address
+    } else if (!slots_from_indices) {
+      const __nv_bfloat16* row =
+          static_cast<const __nv_bfloat16*>(p.k_extend) + (e.q_begin + key) * p.k_extend_stride;
+      lat_src = row + ld_unit * 8;  // k_extend rows are latent-first
+      rope_src = row + kLatentDim + ld_unit * 8;
+    } else {
+      // Prefix keys are the first P_i entries; CacheSlots draft keys follow them.
+      lat_src = pool + p.kv_layout.latent_index(next_slot) + ld_unit * 8;
+      rope_src = pool + p.kv_layout.rope_index(next_slot) + ld_unit * 8;
     }
-    if (slots_from_indices) {
-      next_slot[0] = load_slot(tile + 1, 0);
-      next_slot[1] = load_slot(tile + 1, 1);
-    }
+    if (slots_from_indices) next_slot = load_slot(tile + 1);
   };
   const uint32_t kv_base = smem_addr(kv_s);
-  // Destination of this thread's 16 bytes in a chunk buffer (swizzled; key & 7 == ld_key & 7).
-  // With 128 columns the thread also loads unit ld_unit + 8, 128 bytes further in the row (the
-  // swizzle keeps the group of 8 and permutes within it).
+  // Destination of this thread's first unit in a chunk buffer (swizzled by key & 7). Its second
+  // unit ld_unit + 1 lands at physical unit (ld_unit ^ k7) ^ 1 (ld_unit is even): byte ^ 16.
+  // With 128 columns units + 8 and + 9 sit 128 bytes further (the swizzle keeps the group of 8).
   const uint32_t ld_dst0 = ld_key * kRowBytes + (ld_unit ^ (ld_key & 7)) * 16;
-  const uint32_t ld_dst1 = ld_dst0 + 32 * kRowBytes;
+  const uint32_t ld_dst1 = ld_dst0 ^ 16;
   // Issues the chunk holding part `kPart` of the current loader tile into buffer `buf`.
   auto issue_part = [&]<int kPart>(uint32_t buf) {
-    constexpr bool rope = kPart == kKChunks - 1;  // k_pe: 64 columns, one unit per key and thread
+    constexpr bool rope = kPart == kKChunks - 1;  // k_pe: 64 columns, units 0..7 only
     constexpr int off = kPart < kKChunks - 1 ? kPart * kCols
                         : rope               ? 0
                                              : (kPart - kKChunks) * kCols;
-    const __nv_bfloat16* s0 = (rope ? rope_src[0] : lat_src[0]) + off;
-    const __nv_bfloat16* s1 = (rope ? rope_src[1] : lat_src[1]) + off;
-    cp_async16(buf + ld_dst0, s0, src_bytes[0]);
-    cp_async16(buf + ld_dst1, s1, src_bytes[1]);
+    const __nv_bfloat16* src = (rope ? rope_src : lat_src) + off;
+    cp_async16(buf + ld_dst0, src, src_bytes);
+    cp_async16(buf + ld_dst1, src + 8, src_bytes);
     if constexpr (kCols == 128 && !rope) {
-      cp_async16(buf + ld_dst0 + 128, s0 + 64, src_bytes[0]);
-      cp_async16(buf + ld_dst1 + 128, s1 + 64, src_bytes[1]);
+      cp_async16(buf + ld_dst0 + 128, src + 64, src_bytes);
+      cp_async16(buf + ld_dst1 + 128, src + 72, src_bytes);
     }
   };
 
   // ---- per-row softmax state: this thread holds rows lane/4 and lane/4 + 8 of its row group ----
   float m_run[2] = {-INFINITY, -INFINITY};
   float l_run[2] = {0.f, 0.f};
-  float acc[kVChunks][kNT][4];  // [V chunk][n8 tile][fragment]: 16 rows x 256 columns per warp
+  // [V chunk][m16 tile][n8 tile][fragment]: 32 rows x 128 columns per warp
+  float acc[kVChunks][2][kNT][4];
 #pragma unroll
   for (int c = 0; c < kVChunks; ++c)
 #pragma unroll
-    for (int n = 0; n < kNT; ++n)
+    for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-      for (int f = 0; f < 4; ++f) acc[c][n][f] = 0.f;
+      for (int n = 0; n < kNT; ++n)
+#pragma unroll
+        for (int f = 0; f < 4; ++f) acc[c][mt][n][f] = 0.f;
 
   const int frag_row = lane >> 2;           // C fragment row within the 16-row group (and +8)
   const int frag_col = (lane & 3) * 2;      // C fragment column pair within an n8 tile
@@ -288,19 +287,16 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const int a_row = rg * 16 + (lane & 15);  // A operand row this lane addresses (a_row & 7 == mr)
   // Per-lane ldmatrix byte offsets; the swizzle of a compile-time unit needs only unit ^ (row & 7).
   // k16 step ks reads units ks * 2 + {0, 1}: group ks / 4 (128 bytes each), (ks % 4) within it.
-  uint32_t xa[4], xb[4], xv[CK::kPairs];
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks) {
-    xa[ks] = ((ks * 2 + (lane >> 4)) ^ mr) * 16;
-    xb[ks] = ((ks * 2 + (mi & 1)) ^ mr) * 16;
-  }
-#pragma unroll
-  for (int pair = 0; pair < CK::kPairs; ++pair) {
-    const int unit = half * (kCols / 16) + pair * 2 + (mi >> 1);  // V columns of this warp's half
-    xv[pair] = ((unit & ~7) | ((unit ^ mr) & 7)) * 16;
-  }
+  // Unit ks * 2 + b (b a lane bit, ks * 2 even) swizzles to (ks * 2) ^ (b ^ mr): one XOR with a
+  // compile-time constant per use, so no per-ks offsets occupy registers.
+  const uint32_t xa0 = ((lane >> 4) ^ mr) * 16;            // A operands (Q, P): b = lane / 16
+  const uint32_t xb0 = (((mi & 1)) ^ mr) * 16;             // K fragments: b = matrix index & 1
+  const int v_unit0 = quarter * (kCols / 32) + (mi >> 1);  // V columns of this warp's quarter
+  // V unit v_unit0 + pair * 2: the group of 8 stays, the low 3 bits XOR with mr.
+  const uint32_t xv0 = ((v_unit0 & ~7) * 16) | (((v_unit0 & 7) ^ mr) * 16);
   const uint32_t q_lane = smem_addr(q_s) + a_row * kRowDim * 2;
-  const uint32_t p_lane = smem_addr(p_s) + a_row * kKvTile * 2;
+  // PV layout: row pair rp (rows rp * 32 + mt * 16 + ...), column quarter `quarter`.
+  const uint32_t p_lane = smem_addr(p_s) + (rp * 32 + (lane & 15)) * kKvTile * 2;
   const uint32_t kb_lane = (half * 32 + (mi >> 1) * 8 + mr) * kRowBytes;  // K chunk rows (keys)
   const uint32_t vb_lane = ((mi & 1) * 8 + mr) * kRowBytes;               // V chunk rows (keys)
 
@@ -373,13 +369,14 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       for (int ks = 0; ks < ksteps; ++ks) {
         uint32_t a[4];
         // Q columns kPart * kCols + ks * 16 (k_pe starts at 512 = (kKChunks - 1) * kCols).
-        ldmatrix_x4(q_lane + kPart * kCols * 2 + (ks >> 2) * 128 + xa[ks & 3], a[0], a[1], a[2],
-                    a[3]);
+        ldmatrix_x4(q_lane + kPart * kCols * 2 + (ks >> 2) * 128 + (xa0 ^ ((ks & 3) * 32)), a[0],
+                    a[1], a[2], a[3]);
 #pragma unroll
         for (int pair = 0; pair < 2; ++pair) {
           uint32_t b0, b1, b2, b3;
-          ldmatrix_x4(buf + kb_lane + pair * 16 * kRowBytes + (ks >> 2) * 128 + xb[ks & 3], b0, b1,
-                      b2, b3);
+          ldmatrix_x4(
+              buf + kb_lane + pair * 16 * kRowBytes + (ks >> 2) * 128 + (xb0 ^ ((ks & 3) * 32)), b0,
+              b1, b2, b3);
           mma_bf16(s_acc[pair * 2], a, b0, b1);
           mma_bf16(s_acc[pair * 2 + 1], a, b2, b3);
         }
@@ -429,6 +426,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       // m_new == -inf only when nothing was visible yet: keep the (zero) state as is. Otherwise
       // 2^(-inf - finite) = 0 correctly discards an empty previous state; -inf - -inf never occurs.
       scale[hr] = m_new[hr] == -INFINITY ? 1.f : exp2f(m_run[hr] - m_new[hr]);
+      if (half == 0 && (lane & 3) == 0) row_scale[r] = scale[hr];  // for the PV layout
     }
 #pragma unroll
     for (int n = 0; n < 4; ++n) {
@@ -461,20 +459,32 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       l_run[hr] = l_run[hr] * scale[hr] + (red_sum[r] + red_sum[kRows + r]);
       m_run[hr] = m_new[hr];
     }
+    // The PV layout's rows: rp * 32 + mt * 16 + frag_row (+ 8); their factors come from smem.
+    float pv_scale[2][2];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr)
+        pv_scale[mt][hr] = row_scale[rp * 32 + mt * 16 + frag_row + 8 * hr];
 #pragma unroll
     for (int c = 0; c < kVChunks; ++c)
 #pragma unroll
-      for (int n = 0; n < kNT; ++n) {
-        acc[c][n][0] *= scale[0];
-        acc[c][n][1] *= scale[0];
-        acc[c][n][2] *= scale[1];
-        acc[c][n][3] *= scale[1];
-      }
-    // P fragments for this warp's 16 rows x 64 keys, reused across all 8 V chunks.
-    uint32_t pa[4][4];
+      for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-    for (int ks = 0; ks < 4; ++ks)
-      ldmatrix_x4(p_lane + xa[ks], pa[ks][0], pa[ks][1], pa[ks][2], pa[ks][3]);
+        for (int n = 0; n < kNT; ++n) {
+          acc[c][mt][n][0] *= pv_scale[mt][0];
+          acc[c][mt][n][1] *= pv_scale[mt][0];
+          acc[c][mt][n][2] *= pv_scale[mt][1];
+          acc[c][mt][n][3] *= pv_scale[mt][1];
+        }
+    // P fragments for this warp's 32 rows x 64 keys, reused across every V chunk.
+    uint32_t pa[2][4][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks)
+        ldmatrix_x4(p_lane + mt * 16 * kKvTile * 2 + (xa0 ^ (ks * 32)), pa[mt][ks][0],
+                    pa[mt][ks][1], pa[mt][ks][2], pa[mt][ks][3]);
 
     // ---- O += P V over 8 chunks: this warp's 16 rows x 32 of each chunk's 64 columns ----
     static_for<0, kVChunks>([&]<int kC>() {
@@ -484,9 +494,13 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 #pragma unroll
         for (int pair = 0; pair < CK::kPairs; ++pair) {
           uint32_t b0, b1, b2, b3;
-          ldmatrix_x4_trans(buf + vb_lane + ks * 16 * kRowBytes + xv[pair], b0, b1, b2, b3);
-          mma_bf16(acc[kC][pair * 2], pa[ks], b0, b1);
-          mma_bf16(acc[kC][pair * 2 + 1], pa[ks], b2, b3);
+          ldmatrix_x4_trans(buf + vb_lane + ks * 16 * kRowBytes + (xv0 ^ (pair * 32)), b0, b1, b2,
+                            b3);
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+            mma_bf16(acc[kC][mt][pair * 2], pa[mt][ks], b0, b1);
+            mma_bf16(acc[kC][mt][pair * 2 + 1], pa[mt][ks], b2, b3);
+          }
         }
     });
   }
@@ -495,27 +509,40 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   // ---- write the normalized partial (split_plan.h numerics 3) ----
   const int64_t partial = split;
   const int64_t rows_total = p.max_total_q * H;
+  // The S layout owns l and m: lse from there, 1 / l to the PV layout through smem.
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
-    const int64_t row = row0 + rg * 16 + frag_row + 8 * hr;
-    if (row >= valid_rows) continue;
-    const int64_t out_row = (e.q_begin + row / H) * H + row % H;
+    const int r = rg * 16 + frag_row + 8 * hr;
     const bool empty = l_run[hr] == 0.f;
-    const float inv = empty ? 0.f : 1.f / l_run[hr];
-    float* o = args.ws_o + (partial * rows_total + out_row) * kLatentDim;
-#pragma unroll
-    for (int c = 0; c < kVChunks; ++c)
-#pragma unroll
-      for (int n = 0; n < kNT; ++n) {
-        const int col = c * kCols + half * (kCols / 2) + n * 8 + frag_col;
-        *reinterpret_cast<float2*>(o + col) =
-            make_float2(acc[c][n][2 * hr] * inv, acc[c][n][2 * hr + 1] * inv);
-      }
-    // lse = ln 2 * (m2 + log2 l): natural log, as split_plan.h numerics 3 reports it.
-    if (half == 0 && (lane & 3) == 0)
-      args.ws_lse[partial * rows_total + out_row] =
-          empty ? -INFINITY : 0.6931471805599453f * (m_run[hr] + log2f(l_run[hr]));
+    if (half == 0 && (lane & 3) == 0) {
+      row_inv_l[r] = empty ? 0.f : 1.f / l_run[hr];
+      const int64_t row = row0 + r;
+      // lse = ln 2 * (m2 + log2 l): natural log, as split_plan.h numerics 3 reports it.
+      if (row < valid_rows)
+        args.ws_lse[partial * rows_total + (e.q_begin + row / H) * H + row % H] =
+            empty ? -INFINITY : 0.6931471805599453f * (m_run[hr] + log2f(l_run[hr]));
+    }
   }
+  __syncthreads();
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int r = rp * 32 + mt * 16 + frag_row + 8 * hr;
+      const int64_t row = row0 + r;
+      if (row >= valid_rows) continue;
+      const int64_t out_row = (e.q_begin + row / H) * H + row % H;
+      const float inv = row_inv_l[r];
+      float* o = args.ws_o + (partial * rows_total + out_row) * kLatentDim;
+#pragma unroll
+      for (int c = 0; c < kVChunks; ++c)
+#pragma unroll
+        for (int n = 0; n < kNT; ++n) {
+          const int col = c * kCols + quarter * (kCols / 4) + n * 8 + frag_col;
+          *reinterpret_cast<float2*>(o + col) =
+              make_float2(acc[c][mt][n][2 * hr] * inv, acc[c][mt][n][2 * hr + 1] * inv);
+        }
+    }
 }
 
 }  // namespace mlaverify::cuda::detail

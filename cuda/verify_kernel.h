@@ -18,16 +18,19 @@ inline constexpr int kThreadsPerBlock = 256;
 
 // Dynamic shared memory of the partial kernel for `stages` KV chunk buffers of 64 keys x `cols`
 // columns (see verify_kernel.cuh for the carve-up): Q tile 64 x 576 bf16, P tile 64 x 64 bf16,
-// stages x (64 x cols bf16), row max/sum exchange 2 x 2 x 64 fp32, draft visibility 64 x uint64.
+// stages x (64 x cols bf16), row max/sum exchange 2 x 2 x 64 fp32, row scale and 1 / l for the
+// PV warp layout 2 x 64 fp32, draft visibility 64 x uint64.
 constexpr int partial_smem_bytes(int stages, int cols) {
-  return kRowsPerBlock * 576 * 2 + 64 * 64 * 2 + stages * 64 * cols * 2 + 2 * 2 * 64 * 4 + 64 * 8;
+  return kRowsPerBlock * 576 * 2 + 64 * 64 * 2 + stages * 64 * cols * 2 + 2 * 2 * 64 * 4 +
+         2 * 64 * 4 + 64 * 8;
 }
 // sm_120 (RTX PRO 6000) allows 101,376 bytes per block: two 64-column buffers fit, three do not.
 inline constexpr int kStagesSm120 = 2;
 inline constexpr int kColsSm120 = 64;
-// Hopper allows 232,448 bytes: six 128-column buffers, twice the steps' work and half the barriers.
+// Hopper allows 232,448 bytes: six 64-column buffers, more bytes in flight. (Six 128-column
+// buffers halve the steps but spill with the 32-row PV warp tiles; cuda/NOTES.md v5, v6.)
 inline constexpr int kStagesSm90 = 6;
-inline constexpr int kColsSm90 = 128;
+inline constexpr int kColsSm90 = 64;
 inline constexpr int kSm120SmemLimit = 101376;
 static_assert(partial_smem_bytes(kStagesSm120, kColsSm120) <= kSm120SmemLimit, "sm_120 budget");
 static_assert(partial_smem_bytes(kStagesSm120 + 1, kColsSm120) > kSm120SmemLimit,
