@@ -201,9 +201,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       int r = u / 72, unit = u % 72;
       int64_t row = row0 + r;
       bool ok = row < valid_rows;
-      // Rows of a request number D_i * H <= 1024 * 128: 32-bit division (64-bit is a call).
-      const int32_t row32 = static_cast<int32_t>(row);
-      int64_t t = ok ? row32 / H : 0, h = ok ? row32 % H : 0;
+      int64_t t = ok ? row / H : 0, h = ok ? row % H : 0;
       int64_t col = unit < 64 ? p.q_latent_offset + unit * 8 : p.q_rope_offset + (unit - 64) * 8;
       const __nv_bfloat16* src =
           qbase + (e.q_begin + t) * p.q_token_stride + h * p.q_head_stride + col;
@@ -343,7 +341,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       const int64_t row = row0 + r;
       uint64_t bits = 0;
       if (row < valid_rows) {
-        const int32_t t = static_cast<int32_t>(row) / H;
+        const int32_t t = static_cast<int32_t>(row / H);
 #pragma unroll 4  // fully unrolled, the 16 loads in flight spill the 6-stage variant
         for (int k = 0; k < 16; ++k) {
           const int key_local = quarter * 16 + k;
@@ -521,7 +519,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       const int64_t row = row0 + r;
       // lse = ln 2 * (m2 + log2 l): natural log, as split_plan.h numerics 3 reports it.
       if (row < valid_rows)
-        args.ws_lse[partial * rows_total + e.q_begin * H + row] =
+        args.ws_lse[partial * rows_total + (e.q_begin + row / H) * H + row % H] =
             empty ? -INFINITY : 0.6931471805599453f * (m_run[hr] + log2f(l_run[hr]));
     }
   }
@@ -533,7 +531,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       const int r = rp * 32 + mt * 16 + frag_row + 8 * hr;
       const int64_t row = row0 + r;
       if (row >= valid_rows) continue;
-      const int64_t out_row = e.q_begin * H + row;  // (q_begin + row / H) * H + row % H
+      const int64_t out_row = (e.q_begin + row / H) * H + row % H;
       const float inv = row_inv_l[r];
       float* o = args.ws_o + (partial * rows_total + out_row) * kLatentDim;
 #pragma unroll

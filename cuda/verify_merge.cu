@@ -15,9 +15,8 @@ __global__ void __launch_bounds__(kMergeThreads, 8) verify_merge(const PartialAr
   const VerifyParams& p = args.p;
   const int32_t H = p.num_heads;
   const int64_t out_row = blockIdx.x;
-  // max_total_q * H < 2^31 (can_implement): 32-bit division (64-bit is a call).
-  const int64_t token = static_cast<int32_t>(blockIdx.x) / H;
-  const int32_t head = static_cast<int32_t>(blockIdx.x) % H;
+  const int64_t token = out_row / H;
+  const int32_t head = static_cast<int32_t>(out_row % H);
   const int32_t bs = p.batch_size;
   if (token >= p.qo_indptr[bs]) return;
   // The request owning this token: the last i with qo_indptr[i] <= token (D_i >= 1, so unique).
