@@ -62,8 +62,12 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
     const int w = std::atoi(env);
     if (w == 8 || w == 16) warps_ = w;
   }
+  // MLAV_CUDA_COLS=128: the 16-warp layout's deep pipeline with 128-column chunks (experiment).
+  cols_ = kColsSm90;
+  if (const char* env = std::getenv("MLAV_CUDA_COLS"))
+    if (warps_ == 16 && std::atoi(env) == 128) cols_ = 128;
   auto smem_for = [&](int stages) {
-    const int cols = stages == kStagesSm90 ? kColsSm90 : kColsSm120;
+    const int cols = stages == kStagesSm90 ? cols_ : kColsSm120;
     return warps_ == 16 ? partial_smem_bytes_w16(stages, cols) : partial_smem_bytes(stages, cols);
   };
 #ifdef MLAV_HAVE_SM90_VARIANT
@@ -86,7 +90,8 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
 #endif
   if (warps_ == 16) {
 #ifdef MLAV_HAVE_SM90_VARIANT
-    if (deep) detail::prepare_partial_w16_stages6();
+    if (deep && cols_ == 128) detail::prepare_partial_w16_stages6_cols128();
+    if (deep && cols_ != 128) detail::prepare_partial_w16_stages6();
 #endif
     if (!deep) detail::prepare_partial_w16_stages2();
   } else {
@@ -112,7 +117,8 @@ void VerifyKernel::run() {
   const bool deep = stages_ == kStagesSm90;
   if (warps_ == 16) {
 #ifdef MLAV_HAVE_SM90_VARIANT
-    if (deep) detail::launch_partial_w16_stages6(args, stream_);
+    if (deep && cols_ == 128) detail::launch_partial_w16_stages6_cols128(args, stream_);
+    if (deep && cols_ != 128) detail::launch_partial_w16_stages6(args, stream_);
 #endif
     if (!deep) detail::launch_partial_w16_stages2(args, stream_);
   } else {

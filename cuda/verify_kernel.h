@@ -95,6 +95,7 @@ class VerifyKernel {
   CUstream_st* stream_ = nullptr;
   int stages_ = kStagesSm120;
   int warps_ = kDefaultWarps;  // 8 (v6 layout) or 16 (v7 layout)
+  int cols_ = kColsSm90;       // chunk width of the deep pipeline: 64, or 128 (16 warps only)
   bool initialized_ = false;
 };
 

@@ -4,8 +4,8 @@
 # machine and carried in .device/ (cuda/NOTES.md: "How to run on the device").
 # usage: scripts/device_run.sh [tests|sanitize|bench|compare|sweep]...
 #   (default: tests sanitize bench compare)
-# env: WARPS_LIST (warp layouts the tests run, default "8 16"), SAN_WARPS (layout the sanitizers
-# run, default: the compiled-in default), COMPARE_ROUNDS (v6/v7 alternations, default 2).
+# env: TEST_CONFIGS (warps:stages:cols the tests run), SAN_WARPS (layout the sanitizers run,
+# default: the compiled-in default), COMPARE_CONFIGS (warps:cols), COMPARE_ROUNDS (default 2).
 set -u
 BIN=${BIN:-.device}
 OUT=${OUT:-/tmp/mlav_out}
@@ -17,19 +17,18 @@ status=0
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      # Each warp layout (MLAV_CUDA_WARPS: 8 = v6, 16 = v7) with the default pipeline, then with
-      # the sm_120-sized one (2 stages x 64 columns) on the same device.
-      for warps in ${WARPS_LIST:-8 16}; do
-        for stages in default 2; do
-          env_set=(MLAV_CUDA_WARPS=$warps)
-          [ "$stages" != default ] && env_set+=(MLAV_CUDA_STAGES=$stages)
-          log="$OUT/tests_w${warps}_s${stages}.log"
-          env "${env_set[@]}" "$BIN/cuda_tests" >"$log" 2>&1
-          rc=$?
-          grep -E "^\[ratio\]|FAILED|Failure|PASSED|SKIPPED \]" "$log" | head -20
-          echo "cuda_tests (warps=$warps stages=$stages) rc=$rc"
-          [ $rc -ne 0 ] && status=1
-        done
+      # Each configuration warps:stages:cols (MLAV_CUDA_WARPS 8 = v6, 16 = v7; stages "default"
+      # = the deep Hopper pipeline, 2 = the sm_120-sized one; cols 128 = v7's 128-column chunks).
+      for cfg in ${TEST_CONFIGS:-8:default:64 8:2:64 16:default:64 16:2:64}; do
+        IFS=: read -r warps stages cols <<<"$cfg"
+        env_set=(MLAV_CUDA_WARPS=$warps MLAV_CUDA_COLS=$cols)
+        [ "$stages" != default ] && env_set+=(MLAV_CUDA_STAGES=$stages)
+        log="$OUT/tests_w${warps}_s${stages}_c${cols}.log"
+        env "${env_set[@]}" "$BIN/cuda_tests" >"$log" 2>&1
+        rc=$?
+        grep -E "FAILED|Failure|PASSED|SKIPPED \]" "$log" | head -20
+        echo "cuda_tests (warps=$warps stages=$stages cols=$cols) rc=$rc"
+        [ $rc -ne 0 ] && status=1
       done ;;
     sanitize)
       # Small cases only: the sanitizers slow kernels by ~100x.
@@ -47,11 +46,13 @@ for step in "${steps[@]}"; do
     bench)
       "$BIN/verify_bench" 2>&1 | tee "$OUT/bench.txt" ;;
     compare)
-      # v6 (8 warps) and v7 (16 warps) alternating in one call (cuda/NOTES.md: same-call rule).
+      # Kernel variants warps:cols alternating in one call (cuda/NOTES.md: same-call rule).
       for round in $(seq 1 "${COMPARE_ROUNDS:-2}"); do
-        for warps in 8 16; do
-          echo "== compare round $round, MLAV_CUDA_WARPS=$warps"
-          MLAV_CUDA_WARPS=$warps "$BIN/verify_bench" 2>&1 | tee -a "$OUT/compare.txt" | tail -6
+        for cfg in ${COMPARE_CONFIGS:-8:64 16:64}; do
+          IFS=: read -r warps cols <<<"$cfg"
+          echo "== compare round $round, MLAV_CUDA_WARPS=$warps MLAV_CUDA_COLS=$cols"
+          MLAV_CUDA_WARPS=$warps MLAV_CUDA_COLS=$cols "$BIN/verify_bench" 2>&1 |
+            tee -a "$OUT/compare.txt" | tail -6
         done
       done ;;
     sweep)
