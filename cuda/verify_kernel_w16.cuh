@@ -11,12 +11,13 @@ namespace mlaverify::cuda::detail {
 // as verify_partial (v6); only the warp layout differs. 16 warps = 4 row groups (16 rows) x 4
 // quarters, and the row group is the same in both phases:
 //   S = Q K^T: warp (rg, kq) owns 16 rows x keys kq*16 .. kq*16+15 of the 64-key tile;
-//   O += P V:  warp (rg, kq) owns 16 rows x columns kq*16 .. kq*16+15 of every 64-column V chunk
-//              (128 output columns: 64 fp32 accumulators per thread instead of v6's 128).
+//   O += P V:  warp (rg, kq) owns 16 rows x quarter kq of every V chunk (16 of 64 or 32 of 128
+//              columns; 128 output columns: 64 fp32 accumulators per thread, v6 has 128).
 // Since a warp's PV rows are its S rows, the softmax rescale and 1 / l stay in registers (v6
 // crossed them through smem). The cost: each Q and K fragment feeds fewer mma (S reads Q and K 4x
 // per tile instead of 2x and 4x; PV reads V 4x instead of 2x): ~1730 ldmatrix.x4 per tile instead
-// of ~1180 (cuda/NOTES.md v7 has the estimate).
+// of ~1180. Measured on the H200: correct, but 18-47% slower than v6 (cuda/NOTES.md v7), so it is
+// an opt-in (MLAV_CUDA_WARPS=16), not the default.
 // ---------------------------------------------------------------------------------------------
 constexpr int kThreadsW16 = kThreadsPerBlockW16;
 static_assert(kThreadsW16 == 512 && kRows == 64, "warp layout: 4 row groups x 4 quarters");

@@ -19,7 +19,7 @@ for step in "${steps[@]}"; do
     tests)
       # Each configuration warps:stages:cols (MLAV_CUDA_WARPS 8 = v6, 16 = v7; stages "default"
       # = the deep Hopper pipeline, 2 = the sm_120-sized one; cols 128 = v7's 128-column chunks).
-      for cfg in ${TEST_CONFIGS:-8:default:64 8:2:64 16:default:64 16:2:64}; do
+      for cfg in ${TEST_CONFIGS:-8:default:64 8:2:64 16:default:64 16:2:64 16:default:128}; do
         IFS=: read -r warps stages cols <<<"$cfg"
         env_set=(MLAV_CUDA_WARPS=$warps MLAV_CUDA_COLS=$cols)
         [ "$stages" != default ] && env_set+=(MLAV_CUDA_STAGES=$stages)
@@ -48,7 +48,7 @@ for step in "${steps[@]}"; do
     compare)
       # Kernel variants warps:cols alternating in one call (cuda/NOTES.md: same-call rule).
       for round in $(seq 1 "${COMPARE_ROUNDS:-2}"); do
-        for cfg in ${COMPARE_CONFIGS:-8:64 16:64}; do
+        for cfg in ${COMPARE_CONFIGS:-8:64 16:64 16:128}; do
           IFS=: read -r warps cols <<<"$cfg"
           echo "== compare round $round, MLAV_CUDA_WARPS=$warps MLAV_CUDA_COLS=$cols"
           MLAV_CUDA_WARPS=$warps MLAV_CUDA_COLS=$cols "$BIN/verify_bench" 2>&1 |
