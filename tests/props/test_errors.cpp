@@ -8,20 +8,12 @@
 #include "model/model_backend.h"
 #include "props/campaign.h"
 #include "props/mutants.h"
+#include "tests/support/expect_invalid.h"
 
 namespace mlaverify::props {
 namespace {
 
-template <class F>
-void expect_invalid(F&& f, const std::string& field, int64_t index) {
-  try {
-    f();
-    ADD_FAILURE() << "no InvalidInput for " << field;
-  } catch (const InvalidInput& e) {
-    EXPECT_EQ(e.field(), field) << e.what();
-    EXPECT_EQ(e.index(), index) << e.what();
-  }
-}
+using mlaverify::testing::expect_invalid;
 
 TEST(PropsErrors, UnknownPropertyListsKnownOnes) {
   expect_invalid([] { property_by_name("vs_modle"); }, "property", -1);

@@ -32,7 +32,9 @@ void expect_invalid(F&& f, const std::string& field, int64_t index,
   const InvalidInput e = catch_invalid(f);
   EXPECT_EQ(e.field(), field) << e.what();
   EXPECT_EQ(e.index(), index) << e.what();
-  if (!detail.empty()) EXPECT_NE(e.detail().find(detail), std::string::npos) << e.what();
+  if (!detail.empty()) {
+    EXPECT_NE(e.detail().find(detail), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace mlaverify::testing
