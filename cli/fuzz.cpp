@@ -1,6 +1,8 @@
 // `mlaverify fuzz` and `mlaverify replay`: a fuzz campaign against a named backend, and replays of
 // scenario files (each against the chosen backend, and against the mutant that found it, if any).
+#include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <ostream>
 
 #include "cli/backends.h"
@@ -48,6 +50,12 @@ int fuzz(const FuzzOptions& options, std::ostream& out) {
   out << "mlaverify fuzz: backend " << backend->name() << ", " << options.cases
       << " cases, seed " << options.seed << " (replay the campaign with --seed " << options.seed
       << ")\n";
+  // A line per tenth of the campaign on stderr, so a long run shows it is alive.
+  campaign.on_case = [&](int32_t done, int32_t total) {
+    if (done == total || done % std::max(1, total / 10) == 0) {
+      std::cerr << "  " << done << "/" << total << " cases\n";
+    }
+  };
   const props::FuzzReport report = props::run_campaign(*backend, campaign);
   out << report.to_string();
   for (const props::Failure& f : report.failures) {

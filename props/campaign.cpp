@@ -107,6 +107,7 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
       }
       report.failures.push_back(std::move(f));
     }
+    if (o.on_case) o.on_case(n + 1, o.cases);
     if (any_failed && o.stop_at_first_failure) break;
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

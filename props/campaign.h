@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct CampaignOptions {
   int32_t max_shrink_evals = 300;       // property evaluations spent shrinking one failure
   bool stop_at_first_failure = false;   // stop the campaign when any property fails
   std::string backend_label;            // written into scenarios; empty = backend.name()
+  // Called after each case with (cases done, cases planned), for progress output; may be empty.
+  std::function<void(int32_t done, int32_t total)> on_case;
   GenOptions gen;
 };
 
