@@ -19,19 +19,15 @@
 #include "model/kv_pool.h"
 #include "model/mask.h"
 #include "model/tree.h"
+#include "model/metadata.h"
 
 namespace mlaverify::cpu::testing {
 
 // splitmix64 plus Box-Muller: fast, seeded, identical on every machine.
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  explicit Rng(uint64_t seed) : bits_(seed) {}
+  uint64_t next() { return bits_.next(); }
   double uniform() { return (next() >> 11) * 0x1.0p-53; }  // [0, 1)
   int64_t below(int64_t n) { return static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
   double normal() {
@@ -40,7 +36,7 @@ class Rng {
   }
 
  private:
-  uint64_t state_;
+  model::SplitMix64 bits_;  // the model's generator: the same stream everywhere
 };
 
 // The run's seed: MLAV_SEED when set (CI passes a fresh one), else a fixed default.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cuda/cuda_backend.h"
+#include "model/metadata.h"
 #include "model/tree.h"
 
 // GPU tests skip, visibly, where there is no device (CI has none).
@@ -22,17 +23,12 @@ namespace mlaverify::cuda::testing {
 // splitmix64: seeded and identical on every machine.
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  explicit Rng(uint64_t seed) : bits_(seed) {}
+  uint64_t next() { return bits_.next(); }
   int32_t below(int32_t n) { return static_cast<int32_t>(next() % static_cast<uint64_t>(n)); }
 
  private:
-  uint64_t state_;
+  model::SplitMix64 bits_;  // the model's generator: the same stream everywhere
 };
 
 inline model::DraftTree random_tree(int32_t nodes, Rng& rng) {
