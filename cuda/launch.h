@@ -23,14 +23,6 @@ void prepare_partial_stages6();  // defined only where CMAKE_CUDA_ARCHITECTURES 
 // Enqueue the partial kernel, grid (row tiles, num_splits + 1, batch_size).
 void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream);
 void launch_partial_stages6(const PartialArgs& args, CUstream_st* stream);
-// The 16-warp layout (verify_kernel_w16.cuh), same grid.
-void prepare_partial_w16_stages2();
-void prepare_partial_w16_stages6();  // sm_90 only, as above
-void launch_partial_w16_stages2(const PartialArgs& args, CUstream_st* stream);
-void launch_partial_w16_stages6(const PartialArgs& args, CUstream_st* stream);
-// 6 stages of 128-column chunks (9 steps per tile instead of 17), sm_90 only.
-void prepare_partial_w16_stages6_cols128();
-void launch_partial_w16_stages6_cols128(const PartialArgs& args, CUstream_st* stream);
 // Enqueue the merge kernel, grid max_total_q * H.
 void launch_merge(const PartialArgs& args, CUstream_st* stream);
 

@@ -55,51 +55,31 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   // The deep variants are compiled for sm_90 only; every other device runs the sm_120-sized one.
   // MLAV_CUDA_STAGES=2 runs the sm_120-sized variant on Hopper too, so the benchmark can show what
   // the 2-stage pipeline costs; read here, once per initialize, never per launch.
-  // MLAV_CUDA_WARPS=8|16 picks the warp layout (v6 or the v7 experiment) so the benchmark and
-  // the tests can run both from one binary; kDefaultWarps otherwise. Read once per initialize.
-  warps_ = kDefaultWarps;
-  if (const char* env = std::getenv("MLAV_CUDA_WARPS")) {
-    const int w = std::atoi(env);
-    if (w == 8 || w == 16) warps_ = w;
-  }
-  // MLAV_CUDA_COLS=128: the 16-warp layout's deep pipeline with 128-column chunks (experiment).
-  cols_ = kColsSm90;
-  if (const char* env = std::getenv("MLAV_CUDA_COLS"))
-    if (warps_ == 16 && std::atoi(env) == 128) cols_ = 128;
-  auto smem_for = [&](int stages) {
-    const int cols = stages == kStagesSm90 ? cols_ : kColsSm120;
-    return warps_ == 16 ? partial_smem_bytes_w16(stages, cols) : partial_smem_bytes(stages, cols);
-  };
 #ifdef MLAV_HAVE_SM90_VARIANT
   int want = kStagesSm90;
   if (const char* env = std::getenv("MLAV_CUDA_STAGES")) want = std::atoi(env);
   if (want != kStagesSm90 && want != kStagesSm120) want = kStagesSm90;
   const bool hopper = major == 9 && minor == 0;
-  stages_ = hopper && optin >= smem_for(want) ? want : kStagesSm120;
+  const int want_bytes = want == kStagesSm90 ? partial_smem_bytes(kStagesSm90, kColsSm90)
+                                             : partial_smem_bytes(kStagesSm120, kColsSm120);
+  stages_ = hopper && optin >= want_bytes ? want : kStagesSm120;
 #else
   stages_ = kStagesSm120;
 #endif
-  const int need = smem_for(stages_);
+  const int need = stages_ == kStagesSm90 ? partial_smem_bytes(kStagesSm90, kColsSm90)
+                                          : partial_smem_bytes(kStagesSm120, kColsSm120);
   if (optin < need)
     throw Unsupported("cuda verify kernel: device allows " + std::to_string(optin) +
                       " bytes of shared memory per block, the kernel needs " +
                       std::to_string(need));
-  const bool deep = stages_ == kStagesSm90;
-#ifndef MLAV_HAVE_SM90_VARIANT
-  if (deep) throw Unsupported("cuda verify kernel: the deep pipeline is not compiled in");
-#endif
-  if (warps_ == 16) {
 #ifdef MLAV_HAVE_SM90_VARIANT
-    if (deep && cols_ == 128) detail::prepare_partial_w16_stages6_cols128();
-    if (deep && cols_ != 128) detail::prepare_partial_w16_stages6();
+  if (stages_ == kStagesSm90)
+    detail::prepare_partial_stages6();
+  else
+    detail::prepare_partial_stages2();
+#else
+  detail::prepare_partial_stages2();
 #endif
-    if (!deep) detail::prepare_partial_w16_stages2();
-  } else {
-#ifdef MLAV_HAVE_SM90_VARIANT
-    if (deep) detail::prepare_partial_stages6();
-#endif
-    if (!deep) detail::prepare_partial_stages2();
-  }
   params_ = p;
   workspace_ = workspace;
   stream_ = stream;
@@ -114,19 +94,14 @@ void VerifyKernel::run() {
   const size_t rows = static_cast<size_t>(params_.max_total_q) * params_.num_heads;
   args.ws_lse =
       args.ws_o + static_cast<size_t>(num_partials(params_.num_splits)) * rows * kLatentDim;
-  const bool deep = stages_ == kStagesSm90;
-  if (warps_ == 16) {
 #ifdef MLAV_HAVE_SM90_VARIANT
-    if (deep && cols_ == 128) detail::launch_partial_w16_stages6_cols128(args, stream_);
-    if (deep && cols_ != 128) detail::launch_partial_w16_stages6(args, stream_);
+  if (stages_ == kStagesSm90)
+    detail::launch_partial_stages6(args, stream_);
+  else
+    detail::launch_partial_stages2(args, stream_);
+#else
+  detail::launch_partial_stages2(args, stream_);
 #endif
-    if (!deep) detail::launch_partial_w16_stages2(args, stream_);
-  } else {
-#ifdef MLAV_HAVE_SM90_VARIANT
-    if (deep) detail::launch_partial_stages6(args, stream_);
-#endif
-    if (!deep) detail::launch_partial_stages2(args, stream_);
-  }
   detail::launch_merge(args, stream_);
 }
 

@@ -41,24 +41,6 @@ static_assert(partial_smem_bytes(kStagesSm120, kColsSm120) == MLAV_SM120_DYN_SME
               "update MLAV_SM120_DYN_SMEM in cuda/CMakeLists.txt");
 #endif
 
-// v7 experiment (verify_kernel_w16.cuh): 16 warps of at most 128 registers, warp tiles of 16 rows
-// x 16 keys (S) and 16 rows x 128 output columns (PV). Same carve-up except: the max/sum exchange
-// has 4 key quarters (4 x 2 x 64 fp32) and the rescale and 1 / l stay in registers (no row
-// factors in smem).
-inline constexpr int kThreadsPerBlockW16 = 512;
-constexpr int partial_smem_bytes_w16(int stages, int cols) {
-  return kRowsPerBlock * 576 * 2 + 64 * 64 * 2 + stages * 64 * cols * 2 + 4 * 2 * 64 * 4 + 64 * 8;
-}
-// Which warp layout runs when MLAV_CUDA_WARPS does not say: 8 (v6). The 16-warp layout is correct
-// (37/37 tests, sanitizers clean) but measured 18-47% slower on the H200 (cuda/NOTES.md v7).
-inline constexpr int kDefaultWarps = 8;
-static_assert(partial_smem_bytes_w16(kStagesSm120, kColsSm120) <= kSm120SmemLimit,
-              "sm_120 budget (16 warps)");
-#ifdef MLAV_SM120_DYN_SMEM_W16
-static_assert(partial_smem_bytes_w16(kStagesSm120, kColsSm120) == MLAV_SM120_DYN_SMEM_W16,
-              "update MLAV_SM120_DYN_SMEM_W16 in cuda/CMakeLists.txt");
-#endif
-
 // Row tiles per request: the (node, head) pairs t * H + h of a request, 64 per block.
 inline int64_t row_tiles(int32_t max_draft, int32_t num_heads) {
   return (static_cast<int64_t>(max_draft) * num_heads + kRowsPerBlock - 1) / kRowsPerBlock;
@@ -94,8 +76,6 @@ class VerifyKernel {
   void* workspace_ = nullptr;
   CUstream_st* stream_ = nullptr;
   int stages_ = kStagesSm120;
-  int warps_ = kDefaultWarps;  // 8 (v6 layout) or 16 (v7 layout)
-  int cols_ = kColsSm90;       // chunk width of the deep pipeline: 64, or 128 (16 warps only)
   bool initialized_ = false;
 };
 

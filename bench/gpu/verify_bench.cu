@@ -297,14 +297,9 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];
   }
   const char* stages_env = std::getenv("MLAV_CUDA_STAGES");
-  const char* warps_env = std::getenv("MLAV_CUDA_WARPS");
-  const char* cols_env = std::getenv("MLAV_CUDA_COLS");
-  std::printf(
-      "device: %s, %d SMs, L2 %d MB, cc %d.%d, MLAV_CUDA_STAGES=%s, MLAV_CUDA_WARPS=%s, "
-      "MLAV_CUDA_COLS=%s\n",
-      prop.name, sms, prop.l2CacheSize >> 20, prop.major, prop.minor,
-      stages_env ? stages_env : "(default)", warps_env ? warps_env : "(default)",
-      cols_env ? cols_env : "(default)");
+  std::printf("device: %s, %d SMs, L2 %d MB, cc %d.%d, MLAV_CUDA_STAGES=%s\n", prop.name, sms,
+              prop.l2CacheSize >> 20, prop.major, prop.minor,
+              stages_env ? stages_env : "(default)");
   if (!only.empty()) {
     for (const Workload& w : kWorkloads)
       if (only == w.name) {

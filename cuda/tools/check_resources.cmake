@@ -1,7 +1,7 @@
 # Build-time gate over ptxas's resource report: every kernel spills nothing, and every sm_120
 # entry uses at most LIMIT bytes of shared memory, static (from the report) plus dynamic (DYN, the
 # number the launcher requests, tied to the code by a static_assert in cuda/verify_kernel.h).
-# usage: cmake -DREPORTS=a.ptxas.txt|b.ptxas.txt -DDYN=99840 -DDYN_W16=100864 -DLIMIT=101376 -DSUMMARY=out.txt -P
+# usage: cmake -DREPORTS=a.ptxas.txt|b.ptxas.txt -DDYN=99840 -DLIMIT=101376 -DSUMMARY=out.txt -P
 string(REPLACE "|" ";" report_list "${REPORTS}")
 set(failures "")
 set(summary "")
@@ -29,14 +29,7 @@ foreach(report IN LISTS report_list)
         set(static_smem "${CMAKE_MATCH_1}")
       endif()
       set(dyn 0)
-      if(entry MATCHES "verify_partial_w16")
-        # 16-warp layout (v7): only <2 stages, 64 columns> is compiled for sm_120; it requests
-        # DYN_W16.
-        if(arch STREQUAL "sm_120" AND NOT entry MATCHES "verify_partial_w16ILi2ELi64E")
-          string(APPEND failures "sm_120 ${entry}: an instantiation whose dynamic request is unknown\n")
-        endif()
-        set(dyn ${DYN_W16})
-      elseif(entry MATCHES "verify_partial")
+      if(entry MATCHES "verify_partial")
         # Only the <2 stages, 64 columns> instantiation is compiled for sm_120; it requests DYN.
         if(arch STREQUAL "sm_120" AND NOT entry MATCHES "verify_partialILi2ELi64E")
           string(APPEND failures "sm_120 ${entry}: an instantiation whose dynamic request is unknown\n")
