@@ -106,20 +106,29 @@ void validate_enums(const VerifyParams& p) {
   }
 }
 
+// A [rows, H, width] buffer addressed as token * token_stride + head * head_stride + k: each head's
+// row holds `width` elements, each token's row holds H heads, and no product overflows int64.
+void require_token_head_strides(const char* head_field, int64_t head_stride, int64_t width,
+                                const char* token_field, int64_t token_stride, int64_t heads,
+                                int64_t rows) {
+  if (head_stride < width) {
+    throw InvalidInput(head_field, -1, str(head_stride) + " < " + str(width));
+  }
+  require_addressable(head_field, head_stride, heads);
+  if (token_stride < heads * head_stride) {
+    throw InvalidInput(token_field, -1,
+                       str(token_stride) + " < H * " + head_field + " = " +
+                           str(heads * head_stride));
+  }
+  require_addressable(token_field, token_stride, rows);
+}
+
 void validate_buffers(const VerifyParams& p) {
   // Queries [max_total_q, H, q_row]: q_lat (512) and q_pe (64) inside each head's row, heads
   // inside each token's row.
   require_non_null("q", p.q);
-  if (p.q_head_stride < kRowDim) {
-    throw InvalidInput("q_head_stride", -1, str(p.q_head_stride) + " < 576");
-  }
-  require_addressable("q_head_stride", p.q_head_stride, p.num_heads);
-  if (p.q_token_stride < p.num_heads * p.q_head_stride) {
-    throw InvalidInput(
-        "q_token_stride", -1,
-        str(p.q_token_stride) + " < H * q_head_stride = " + str(p.num_heads * p.q_head_stride));
-  }
-  require_addressable("q_token_stride", p.q_token_stride, p.max_total_q);
+  require_token_head_strides("q_head_stride", p.q_head_stride, kRowDim, "q_token_stride",
+                             p.q_token_stride, p.num_heads, p.max_total_q);
   require_in_row("q_latent_offset", p.q_latent_offset, kLatentDim, p.q_head_stride);
   require_in_row("q_rope_offset", p.q_rope_offset, kRopeDim, p.q_head_stride);
 
@@ -133,16 +142,8 @@ void validate_buffers(const VerifyParams& p) {
 
   // Outputs o_lat [max_total_q, H, 512] and lse [max_total_q, H].
   require_non_null("o_lat", p.o_lat);
-  if (p.o_head_stride < kLatentDim) {
-    throw InvalidInput("o_head_stride", -1, str(p.o_head_stride) + " < 512");
-  }
-  require_addressable("o_head_stride", p.o_head_stride, p.num_heads);
-  if (p.o_token_stride < p.num_heads * p.o_head_stride) {
-    throw InvalidInput(
-        "o_token_stride", -1,
-        str(p.o_token_stride) + " < H * o_head_stride = " + str(p.num_heads * p.o_head_stride));
-  }
-  require_addressable("o_token_stride", p.o_token_stride, p.max_total_q);
+  require_token_head_strides("o_head_stride", p.o_head_stride, kLatentDim, "o_token_stride",
+                             p.o_token_stride, p.num_heads, p.max_total_q);
   require_non_null("lse", p.lse);
 
   if (p.draft_source == DraftKvSource::ExtendRows) {

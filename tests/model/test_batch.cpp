@@ -49,6 +49,16 @@ struct Variant {
   DType dtype;
   int32_t page_size;
   BatchSpec::SlotOrder order;
+
+  // The spec with this storage variant applied (everything else kept).
+  BatchSpec on(BatchSpec s) const {
+    s.layout = layout;
+    s.row_stride = row_stride;
+    s.kv_dtype = dtype;
+    s.page_size = page_size;
+    s.slot_order = order;
+    return s;
+  }
 };
 
 std::string describe(const BatchSpec& s) {
@@ -85,12 +95,7 @@ TEST(VerifyBatch, ParamsValidForEveryCombination) {
       for (DraftKvSource src : {DraftKvSource::ExtendRows, DraftKvSource::CacheSlots}) {
         for (IndptrConvention conv : {IndptrConvention::Csr, IndptrConvention::OffsetsOnly}) {
           for (int32_t padded : {0, 8}) {
-            BatchSpec s = small_spec(11);
-            s.layout = v.layout;
-            s.row_stride = v.row_stride;
-            s.kv_dtype = v.dtype;
-            s.page_size = v.page_size;
-            s.slot_order = v.order;
+            BatchSpec s = v.on(small_spec(11));
             s.mask_format = f;
             s.draft_source = src;
             s.mask_indptr_convention = conv;
@@ -211,12 +216,7 @@ bool is_finite_row(const std::array<float, kRowDim>& r) {
 TEST(VerifyBatch, UnusedSlotsPoisonedSlotZeroFinite) {
   for (const Variant& v : variants()) {
     for (bool poison : {true, false}) {
-      BatchSpec s = small_spec(9);
-      s.layout = v.layout;
-      s.row_stride = v.row_stride;
-      s.kv_dtype = v.dtype;
-      s.page_size = v.page_size;
-      s.slot_order = v.order;
+      BatchSpec s = v.on(small_spec(9));
       s.poison_unused_slots = poison;
       VerifyBatch b = VerifyBatch::build(s);
       std::set<int64_t> owned;
@@ -255,12 +255,7 @@ TEST(VerifyBatch, LogicalDataIndependentOfStorage) {
   VerifyBatch ref = VerifyBatch::build(base);
   for (const Variant& v : variants()) {
     for (DraftKvSource src : {DraftKvSource::ExtendRows, DraftKvSource::CacheSlots}) {
-      BatchSpec s = base;
-      s.layout = v.layout;
-      s.row_stride = v.row_stride;
-      s.kv_dtype = v.dtype;
-      s.page_size = v.page_size;
-      s.slot_order = v.order;
+      BatchSpec s = v.on(base);
       s.draft_source = src;
       VerifyBatch b = VerifyBatch::build(s);
       for (int32_t i = 0; i < b.real_batch_size(); ++i) {
@@ -502,12 +497,7 @@ TEST(VerifyBatch, StorageChoicesGiveIdenticalReference) {
   const RefResult ref = reference_of(base);
   for (const Variant& v : variants()) {
     for (MaskFormat f : kFormats) {
-      BatchSpec s = base;
-      s.layout = v.layout;
-      s.row_stride = v.row_stride;
-      s.kv_dtype = v.dtype;
-      s.page_size = v.page_size;
-      s.slot_order = v.order;
+      BatchSpec s = v.on(base);
       s.mask_format = f;
       expect_same_real_rows(ref, reference_of(s), 30, describe(s));
     }
