@@ -73,6 +73,18 @@ struct Scrambler {
   }
 };
 
+// Runs `backend` on `batch`, applies `rewrite` (a physical change that keeps the logical batch),
+// runs again: every output bit must be unchanged.
+template <class Rewrite>
+PropertyResult unchanged_by(Backend& backend, model::VerifyBatch& batch, const char* what,
+                            Rewrite&& rewrite) {
+  if (auto skip = unsupported(backend, batch)) return *skip;
+  RunOutput before = run_backend(backend, batch);
+  rewrite();
+  RunOutput after = run_backend(backend, batch);
+  return from_comparison(compare_bits(batch, before, after), what);
+}
+
 }  // namespace
 
 PropertyResult check_vs_model(Backend& backend, const Case& c) {
@@ -176,12 +188,10 @@ PropertyResult check_draft_source(Backend& backend, const Case& c) {
 PropertyResult check_slot_permutation(Backend& backend, const Case& c) {
   return guarded("slot_permutation", [&] {
     model::VerifyBatch batch = build_batch(c);
-    if (auto skip = unsupported(backend, batch)) return *skip;
-    RunOutput before = run_backend(backend, batch);
-    apply_slot_permutation(batch,
-                           random_slot_permutation(batch.pool().num_slots(), c.seed ^ 0x5107ull));
-    RunOutput after = run_backend(backend, batch);
-    return from_comparison(compare_bits(batch, before, after), "before vs after permuting slots");
+    return unchanged_by(backend, batch, "before vs after permuting slots", [&] {
+      apply_slot_permutation(batch,
+                             random_slot_permutation(batch.pool().num_slots(), c.seed ^ 0x5107ull));
+    });
   });
 }
 
@@ -192,11 +202,8 @@ PropertyResult check_defrag(Backend& backend, const Case& c) {
       scattered.slot_order = scenarios::SlotOrder::Scattered;
     }
     model::VerifyBatch batch = build_batch(scattered);
-    if (auto skip = unsupported(backend, batch)) return *skip;
-    RunOutput before = run_backend(backend, batch);
-    compact_slots(batch);
-    RunOutput after = run_backend(backend, batch);
-    return from_comparison(compare_bits(batch, before, after), "before vs after compaction");
+    return unchanged_by(backend, batch, "before vs after compaction",
+                        [&] { compact_slots(batch); });
   });
 }
 
