@@ -15,6 +15,7 @@
 #include "mlaverify/types.h"
 #include "mlaverify/verify_params.h"
 #include "model/attention.h"
+#include "model/storage.h"
 
 namespace mlaverify::cpu::testing {
 
@@ -37,8 +38,7 @@ struct RequestMagnitudes {
 
 // One stored element of a bf16 / fp32 buffer, widened exactly.
 inline float stored_value(DType dtype, const void* base, int64_t index) {
-  if (dtype == DType::BF16) return bf16_to_float(static_cast<const bf16*>(base)[index]);
-  return static_cast<const float*>(base)[index];
+  return static_cast<float>(model::load(dtype, base, index));  // exact: bf16 and fp32 fit a float
 }
 
 // Reads request i's operands through p (any layout, dtype, draft source), as a backend would.
