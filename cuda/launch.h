@@ -23,6 +23,9 @@ void prepare_partial_stages6();  // defined only where CMAKE_CUDA_ARCHITECTURES 
 // Enqueue the partial kernel, grid (row tiles, num_splits + 1, batch_size).
 void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream);
 void launch_partial_stages6(const PartialArgs& args, CUstream_st* stream);
+// The sm_90a wgmma kernel; defined only where CMAKE_CUDA_ARCHITECTURES holds 90.
+void prepare_partial_wgmma();
+void launch_partial_wgmma(const PartialArgs& args, CUstream_st* stream);
 // Enqueue the merge kernel, grid max_total_q * H.
 void launch_merge(const PartialArgs& args, CUstream_st* stream);
 

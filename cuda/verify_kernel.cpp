@@ -52,34 +52,33 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  // The deep variants are compiled for sm_90 only; every other device runs the sm_120-sized one.
-  // MLAV_CUDA_STAGES=2 runs the sm_120-sized variant on Hopper too, so the benchmark can show what
-  // the 2-stage pipeline costs; read here, once per initialize, never per launch.
+  // The Hopper variants (wgmma, 6-stage mma.sync) are compiled for sm_90 only; every other
+  // device runs the sm_120-sized mma.sync kernel. MLAV_CUDA_KERNEL picks another variant on
+  // Hopper so tests and the benchmark can compare them; read here, once per initialize, never
+  // per launch.
+  variant_ = Variant::Mma2;
 #ifdef MLAV_HAVE_SM90_VARIANT
-  int want = kStagesSm90;
-  if (const char* env = std::getenv("MLAV_CUDA_STAGES")) want = std::atoi(env);
-  if (want != kStagesSm90 && want != kStagesSm120) want = kStagesSm90;
-  const bool hopper = major == 9 && minor == 0;
-  const int want_bytes = want == kStagesSm90 ? partial_smem_bytes(kStagesSm90, kColsSm90)
-                                             : partial_smem_bytes(kStagesSm120, kColsSm120);
-  stages_ = hopper && optin >= want_bytes ? want : kStagesSm120;
-#else
-  stages_ = kStagesSm120;
+  if (major == 9 && minor == 0) {
+    variant_ = Variant::Wgmma;
+    const char* kernel = std::getenv("MLAV_CUDA_KERNEL");
+    const char* stages = std::getenv("MLAV_CUDA_STAGES");
+    const std::string want = kernel ? kernel : (stages && std::string(stages) == "2") ? "mma2" : "";
+    if (want == "mma6") variant_ = Variant::Mma6;
+    if (want == "mma2") variant_ = Variant::Mma2;
+  }
 #endif
-  const int need = stages_ == kStagesSm90 ? partial_smem_bytes(kStagesSm90, kColsSm90)
-                                          : partial_smem_bytes(kStagesSm120, kColsSm120);
+  const int need = variant_ == Variant::Wgmma  ? kWgmmaSmemBytes
+                   : variant_ == Variant::Mma6 ? partial_smem_bytes(kStagesSm90, kColsSm90)
+                                               : partial_smem_bytes(kStagesSm120, kColsSm120);
   if (optin < need)
     throw Unsupported("cuda verify kernel: device allows " + std::to_string(optin) +
-                      " bytes of shared memory per block, the kernel needs " +
-                      std::to_string(need));
+                      " bytes of shared memory per block, the " + variant_name() +
+                      " kernel needs " + std::to_string(need));
 #ifdef MLAV_HAVE_SM90_VARIANT
-  if (stages_ == kStagesSm90)
-    detail::prepare_partial_stages6();
-  else
-    detail::prepare_partial_stages2();
-#else
-  detail::prepare_partial_stages2();
+  if (variant_ == Variant::Wgmma) detail::prepare_partial_wgmma();
+  if (variant_ == Variant::Mma6) detail::prepare_partial_stages6();
 #endif
+  if (variant_ == Variant::Mma2) detail::prepare_partial_stages2();
   params_ = p;
   workspace_ = workspace;
   stream_ = stream;
@@ -95,14 +94,20 @@ void VerifyKernel::run() {
   args.ws_lse =
       args.ws_o + static_cast<size_t>(num_partials(params_.num_splits)) * rows * kLatentDim;
 #ifdef MLAV_HAVE_SM90_VARIANT
-  if (stages_ == kStagesSm90)
-    detail::launch_partial_stages6(args, stream_);
-  else
-    detail::launch_partial_stages2(args, stream_);
-#else
-  detail::launch_partial_stages2(args, stream_);
+  if (variant_ == Variant::Wgmma) detail::launch_partial_wgmma(args, stream_);
+  if (variant_ == Variant::Mma6) detail::launch_partial_stages6(args, stream_);
 #endif
+  if (variant_ == Variant::Mma2) detail::launch_partial_stages2(args, stream_);
   detail::launch_merge(args, stream_);
+}
+
+const char* VerifyKernel::variant_name() const {
+  switch (variant_) {
+    case Variant::Wgmma: return "wgmma";
+    case Variant::Mma6: return "mma.sync x6";
+    case Variant::Mma2: return "mma.sync x2";
+  }
+  return "?";
 }
 
 }  // namespace mlaverify::cuda

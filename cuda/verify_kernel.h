@@ -32,6 +32,11 @@ inline constexpr int kColsSm120 = 64;
 inline constexpr int kStagesSm90 = 6;
 inline constexpr int kColsSm90 = 64;
 inline constexpr int kSm120SmemLimit = 101376;
+// The sm_90a wgmma kernel (cuda/verify_partial_wgmma.cu): Q tile, two whole 64-key KV tiles,
+// P, row factors and draft visibility (230,400 bytes), plus 1,024 to align the base to 1024.
+inline constexpr int kWgmmaSmemBytes = 231424;
+inline constexpr int kHopperSmemLimit = 232448;
+static_assert(kWgmmaSmemBytes <= kHopperSmemLimit, "Hopper budget");
 static_assert(partial_smem_bytes(kStagesSm120, kColsSm120) <= kSm120SmemLimit, "sm_120 budget");
 static_assert(partial_smem_bytes(kStagesSm120 + 1, kColsSm120) > kSm120SmemLimit,
               "a third buffer would fit");
@@ -70,12 +75,17 @@ class VerifyKernel {
   void initialize(const VerifyParams& p, void* workspace, CUstream_st* stream);
   // Enqueues the partial kernel and the merge kernel on the stream.
   void run();
+  // Which partial kernel initialize() chose: "wgmma" (sm_90a), "mma.sync x6" (Hopper smem) or
+  // "mma.sync x2" (sm_120-sized). MLAV_CUDA_KERNEL=wgmma|mma6|mma2 overrides the choice where
+  // the device can run it (MLAV_CUDA_STAGES=2 is the older spelling of mma2).
+  const char* variant_name() const;
 
  private:
   VerifyParams params_{};
   void* workspace_ = nullptr;
   CUstream_st* stream_ = nullptr;
-  int stages_ = kStagesSm120;
+  enum class Variant { Mma2, Mma6, Wgmma };
+  Variant variant_ = Variant::Mma2;
   bool initialized_ = false;
 };
 

@@ -2,7 +2,9 @@
 # One device call: CUDA tests (both kernel variants), compute-sanitizer (memcheck + racecheck) on
 # the small cases, and the benchmark. Binaries are built on the dev machine and carried in .device/
 # (cuda/NOTES.md: "How to run on the device").
-# usage: scripts/device_run.sh [tests|sanitize|bench|sweep]...  (default: tests sanitize bench)
+# usage: scripts/device_run.sh [tests|sanitize|bench|compare|sweep]...
+#        (default: tests sanitize bench). MLAV_CUDA_KERNEL picks the partial kernel on Hopper:
+#        wgmma (default), mma6 (mma.sync, 6 stages), mma2 (mma.sync, the sm_120-sized variant).
 set -u
 BIN=${BIN:-.device}
 OUT=${OUT:-/tmp/mlav_out}
@@ -14,13 +16,13 @@ status=0
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      # Default variant, then the sm_120-sized one (2 stages x 64 columns) on the same device.
-      for stages in default 2; do
-        if [ "$stages" = default ]; then env_set=(); else env_set=(MLAV_CUDA_STAGES=$stages); fi
-        env "${env_set[@]}" "$BIN/cuda_tests" >"$OUT/tests_$stages.log" 2>&1
+      # Every partial kernel on the same device: wgmma (default on Hopper), the 6-stage mma.sync
+      # kernel, and the sm_120-sized mma.sync kernel (2 stages x 64 columns).
+      for kernel in wgmma mma6 mma2; do
+        MLAV_CUDA_KERNEL=$kernel "$BIN/cuda_tests" >"$OUT/tests_$kernel.log" 2>&1
         rc=$?
-        grep -E "^\[ratio\]|FAILED|Failure|PASSED|SKIPPED \]" "$OUT/tests_$stages.log" | head -40
-        echo "cuda_tests (stages=$stages) rc=$rc"
+        grep -E "^\[ratio\]|FAILED|Failure|PASSED|SKIPPED \]" "$OUT/tests_$kernel.log" | head -40
+        echo "cuda_tests (kernel=$kernel) rc=$rc"
         [ $rc -ne 0 ] && status=1
       done ;;
     sanitize)
@@ -36,6 +38,11 @@ for step in "${steps[@]}"; do
       done ;;
     bench)
       "$BIN/verify_bench" 2>&1 | tee "$OUT/bench.txt" ;;
+    compare)
+      # The mma.sync kernels in the same call, for the ladder in cuda/NOTES.md.
+      for kernel in mma6 mma2; do
+        MLAV_CUDA_KERNEL=$kernel "$BIN/verify_bench" 2>&1 | tee "$OUT/bench_$kernel.txt"
+      done ;;
     sweep)
       "$BIN/verify_bench" --sweep 2>&1 | tee "$OUT/bench_sweep.txt" ;;
   esac

@@ -145,6 +145,8 @@ T* upload(const std::vector<T>& v) {
   return d;
 }
 
+const char* g_variant = "?";  // the partial kernel VerifyKernel chose (printed per row)
+
 // Times one workload at one split count: R rotations over distinct KV (> L2 in total), all
 // captured in one CUDA graph; median of graph replays divided by R.
 double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_out,
@@ -240,6 +242,7 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
     pr.lse = lse + int64_t{r} * T * H;
     kernels[r].initialize(pr, ws, stream);
   }
+  g_variant = kernels[0].variant_name();
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -296,10 +299,10 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--sweep") sweep = true;
     if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];
   }
-  const char* stages_env = std::getenv("MLAV_CUDA_STAGES");
-  std::printf("device: %s, %d SMs, L2 %d MB, cc %d.%d, MLAV_CUDA_STAGES=%s\n", prop.name, sms,
+  const char* kernel_env = std::getenv("MLAV_CUDA_KERNEL");
+  std::printf("device: %s, %d SMs, L2 %d MB, cc %d.%d, MLAV_CUDA_KERNEL=%s\n", prop.name, sms,
               prop.l2CacheSize >> 20, prop.major, prop.minor,
-              stages_env ? stages_env : "(default)");
+              kernel_env ? kernel_env : "(default)");
   if (!only.empty()) {
     for (const Workload& w : kWorkloads)
       if (only == w.name) {
@@ -315,8 +318,8 @@ int main(int argc, char** argv) {
   std::printf(
       "ceilings (measured now): copy %.0f GB/s (read + write), mma.sync bf16 %.0f TFLOP/s\n",
       copy_gbs, mma_tflops);
-  std::printf("\n%-17s %6s %8s %8s %8s %7s %7s %9s %9s %7s\n", "workload", "splits", "us",
-              "KV GB/s", "TFLOP/s", "roof us", "frac", "vs triton", "vs torch", "issue");
+  std::printf("\n%-17s %6s %8s %8s %8s %7s %7s %9s %9s %7s  %s\n", "workload", "splits", "us",
+              "KV GB/s", "TFLOP/s", "roof us", "frac", "vs triton", "vs torch", "issue", "kernel");
   for (const Workload& w : kWorkloads) {
     const int suggested = cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, sms);
     std::vector<int> tries = {suggested};
@@ -332,10 +335,10 @@ int main(int argc, char** argv) {
     }
     // Roofline from the ceilings measured above (bytes: prefix KV once, queries and outputs).
     const double roof_us = std::max(iob / (copy_gbs * 1e9), fl / (mma_tflops * 1e12)) * 1e6;
-    std::printf("%-17s %6d %8.1f %8.0f %8.1f %7.1f %6.0f%% %8.1fx %8.1fx %7.0f\n", w.name, best_s,
-                best_us, kvb / (best_us * 1e-6) / 1e9, fl / (best_us * 1e-6) / 1e12, roof_us,
-                100.0 * roof_us / best_us, w.triton_us / best_us, w.torch_us / best_us,
-                w.roofline_us);
+    std::printf("%-17s %6d %8.1f %8.0f %8.1f %7.1f %6.0f%% %8.1fx %8.1fx %7.0f  %s\n", w.name,
+                best_s, best_us, kvb / (best_us * 1e-6) / 1e9, fl / (best_us * 1e-6) / 1e12,
+                roof_us, 100.0 * roof_us / best_us, w.triton_us / best_us, w.torch_us / best_us,
+                w.roofline_us, g_variant);
   }
   return 0;
 }

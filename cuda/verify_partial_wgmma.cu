@@ -1,0 +1,369 @@
+// Hopper partial kernel (sm_90a only): the same contract, split plan and numerics as the
+// mma.sync kernel in verify_kernel.cuh, with the products on wgmma, both operands read by the
+// tensor cores straight from shared memory (cuda/NOTES.md v8: the mma.sync kernel is bound by
+// its ldmatrix traffic, which wgmma does not have).
+//
+// Block: 64 (node, head) rows x one split (or the draft block), 256 threads = 2 warpgroups.
+// Shared memory holds the Q tile and two whole 64-key KV tiles (Hopper allows 227 KB; sm_120's
+// 99 KB does not, which is why this is a separate kernel). Per 64-key tile:
+//   all threads      wait for tile j, fence it to the async proxy, barrier, then start the
+//                    gather of tile j + 1 into the other buffer (one tile of prefetch);
+//   warpgroup 0      S = Q K^T (36 x m64n64k16), online softmax in registers (each warp owns
+//                    16 whole rows: no cross-warp reduction), P as bf16 to shared memory;
+//   barrier;
+//   warpgroup w      O[:, 256 w .. 256 w + 255] = O * scale + P V (4 x m64n256k16, V N-major).
+// Every operand sits in shared memory in the 128-byte swizzle layout: 64-column blocks of
+// 64 rows x 128 bytes, 16-byte unit u of row r stored at unit u ^ (r & 7) (the same XOR the
+// mma.sync kernel uses for ldmatrix). K-major operands (Q, K, P): SBO = 1024 bytes between
+// 8-row groups, LBO unused, k16 steps advance the start address by 32 bytes. V (N-major, keys
+// are K): LBO = 8192 bytes between 64-column blocks, SBO = 1024 bytes between 8-key groups.
+#include "cuda/cuda_check.h"
+#include "cuda/verify_kernel.cuh"
+#include "cuda/wgmma_ops.cuh"
+
+namespace mlaverify::cuda::detail {
+namespace {
+
+constexpr int kBlockBytes = 64 * 128;                  // 64 rows x 64 bf16 columns
+constexpr int kRowBlocks = kRowDim / 64;               // 9: latent 0..7, then k_pe
+constexpr int kTileBytes = kRowBlocks * kBlockBytes;   // 73,728: Q tile or one KV tile
+constexpr int kOffQ = 0;
+constexpr int kOffKv = kTileBytes;                     // two KV tile buffers
+constexpr int kOffP = kOffKv + 2 * kTileBytes;         // [64 rows, 64 keys] bf16
+constexpr int kOffScale = kOffP + kBlockBytes;         // row rescale factors, fp32 [64]
+constexpr int kOffInvL = kOffScale + 64 * 4;           // 1 / l, fp32 [64]
+constexpr int kOffVis = kOffInvL + 64 * 4;             // draft visibility, uint64 [64]
+constexpr int kUsed = kOffVis + 64 * 8;
+static_assert(kUsed + 1024 == kWgmmaSmemBytes, "verify_kernel.h: kWgmmaSmemBytes");
+static_assert(kRowDim == 576 && kLatentDim == 512, "9 column blocks, V = the 8 latent ones");
+
+// Matrix descriptor, 128-byte swizzle (PTX ISA, "Matrix Descriptor Format"): start address,
+// leading and stride byte offsets, each >> 4 in 14 bits; base offset 0 (every block starts on a
+// 1024-byte boundary, and the 32-byte k-step offsets stay inside the first 128-byte row).
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
+         (static_cast<uint64_t>((lbo & 0x3FFFF) >> 4) << 16) |
+         (static_cast<uint64_t>((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_wait_all() {
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+// Generic-proxy shared-memory writes (cp.async, st.shared) made visible to the async proxy that
+// wgmma reads through; each writing thread fences, then a barrier orders it before the reads.
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Pins an accumulator after wgmma.wait_group: later reads cannot be hoisted above the wait,
+// since to the compiler the register is redefined here.
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+}  // namespace
+
+__global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const PartialArgs args) {
+  const VerifyParams& p = args.p;
+  const int32_t req = blockIdx.y;
+  const int32_t split = blockIdx.z;
+  const bool is_draft = split == p.num_splits;
+  const RequestExtent e = request_extent(p, req);
+  const int32_t H = p.num_heads;
+  const int64_t valid_rows = static_cast<int64_t>(e.draft_nodes) * H;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  if (row0 >= valid_rows) return;
+
+  int64_t key_begin = 0, key_end = e.draft_nodes;
+  if (!is_draft) {
+    SplitRange r = split_range(e.prefix_len, p.num_splits, split);
+    if (r.empty()) return;
+    key_begin = r.begin;
+    key_end = r.end;
+  }
+  const int num_tiles = static_cast<int>((key_end - key_begin + kKvTile - 1) / kKvTile);
+
+  // The swizzle pattern repeats every 1024 bytes: align the carve-up to that.
+  extern __shared__ __align__(128) unsigned char smem_wgmma[];
+  const uint32_t raw = smem_addr(smem_wgmma);
+  const uint32_t base = (raw + 1023u) & ~1023u;
+  unsigned char* smem = smem_wgmma + (base - raw);
+  const uint32_t q_s = base + kOffQ;
+  const uint32_t kv_s = base + kOffKv;
+  const uint32_t p_s = base + kOffP;
+  float* row_scale = reinterpret_cast<float*>(smem + kOffScale);
+  float* row_inv_l = reinterpret_cast<float*>(smem + kOffInvL);
+  uint64_t* vis_s = reinterpret_cast<uint64_t*>(smem + kOffVis);
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  // Warpgroup (0 computes S and the softmax), broadcast from lane 0 so the compiler can see it
+  // is warp-uniform: wgmma under a branch it cannot prove uniform gets serialized (C7520).
+  const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
+  const int wq = (tid >> 5) & 3;          // warp within the warpgroup: rows wq * 16 ..
+  const int frag_row = lane >> 2;         // accumulator rows r0 = wq * 16 + frag_row and r0 + 8
+  const int frag_col = (lane & 3) * 2;    // accumulator columns 8 i + frag_col, + 1
+  const int r0 = wq * 16 + frag_row;
+
+  // ---- Q tile: 64 rows x 72 units of 16 bytes, rows past the request zero-filled ----
+  {
+    const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
+    for (int u = tid; u < kRows * 72; u += kThreads) {
+      const int r = u / 72, unit = u % 72;
+      const int64_t row = row0 + r;
+      const bool ok = row < valid_rows;
+      const int64_t t = ok ? row / H : 0, h = ok ? row % H : 0;
+      const int64_t col =
+          unit < 64 ? p.q_latent_offset + unit * 8 : p.q_rope_offset + (unit - 64) * 8;
+      const __nv_bfloat16* src =
+          qbase + (e.q_begin + t) * p.q_token_stride + h * p.q_head_stride + col;
+      cp_async16(q_s + (unit >> 3) * kBlockBytes + r * 128 + (((unit & 7) ^ (r & 7)) * 16),
+                 ok ? src : qbase, ok ? 16 : 0);
+    }
+    cp_async_commit();
+  }
+
+  // ---- KV gather: thread owns 16-byte unit ld_u of every 64-column block of keys ld_key and
+  // ld_key + 32 (8 threads read one 128-byte run of a row: coalesced). Slot ids one tile ahead.
+  const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);
+  const int ld_u = tid & 7;
+  const int ld_key = tid >> 3;  // 0..31
+  const bool slots_from_indices = !(is_draft && p.draft_source == DraftKvSource::ExtendRows);
+  const int64_t index_base = e.kv_begin + (is_draft ? e.prefix_len : 0);
+  auto load_slot = [&](int tile, int kk) -> int64_t {
+    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 32 * kk;
+    return (tile < num_tiles && key < key_end) ? p.kv_indices[index_base + key] : 0;
+  };
+  int64_t next_slot[2] = {0, 0};
+  if (slots_from_indices) {
+    next_slot[0] = load_slot(0, 0);
+    next_slot[1] = load_slot(0, 1);
+  }
+  // Issues the whole of tile `tile` into the buffer at `buf`; past key_end the rows are
+  // zero-filled (src-size 0), so stale keys never meet a probability.
+  const uint32_t ld_dst = ld_key * 128 + ((ld_u ^ (ld_key & 7)) * 16);  // (ld_key + 32) & 7 same
+  auto issue_tile = [&](int tile, uint32_t buf) {
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+      const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 32 * kk;
+      const bool ok = key < key_end;
+      const __nv_bfloat16* lat = pool;
+      const __nv_bfloat16* rope = pool;
+      if (ok && !slots_from_indices) {
+        const __nv_bfloat16* row = static_cast<const __nv_bfloat16*>(p.k_extend) +
+                                   (e.q_begin + key) * p.k_extend_stride;
+        lat = row + ld_u * 8;  // k_extend rows are latent-first
+        rope = row + kLatentDim + ld_u * 8;
+      } else if (ok) {
+        lat = pool + p.kv_layout.latent_index(next_slot[kk]) + ld_u * 8;
+        rope = pool + p.kv_layout.rope_index(next_slot[kk]) + ld_u * 8;
+      }
+      const int bytes = ok ? 16 : 0;
+      const uint32_t dst = buf + kk * 32 * 128 + ld_dst;
+#pragma unroll
+      for (int c = 0; c < 8; ++c) cp_async16(dst + c * kBlockBytes, lat + c * 64, bytes);
+      cp_async16(dst + 8 * kBlockBytes, rope, bytes);
+    }
+    if (slots_from_indices) {
+      next_slot[0] = load_slot(tile + 1, 0);
+      next_slot[1] = load_slot(tile + 1, 1);
+    }
+  };
+
+  float o[128];  // this warpgroup's 64 rows x 256 columns: o[4 i + f], column block i (n8)
+#pragma unroll
+  for (int i = 0; i < 128; ++i) o[i] = 0.f;
+  float m_run[2] = {-INFINITY, -INFINITY};  // warpgroup 0: rows r0, r0 + 8, in log2 units
+  float l_run[2] = {0.f, 0.f};
+  const float scale_log2 = p.sm_scale * 1.4426950408889634f;
+
+  // Descriptors of the fixed operands; per step only the start address moves (low bits).
+  const uint64_t desc_q = sw128_desc(q_s, 16, 1024);
+  const uint64_t desc_p = sw128_desc(p_s, 16, 1024);
+
+  issue_tile(0, kv_s);
+  cp_async_commit();
+
+#pragma unroll 1
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    const int64_t tile_key0 = key_begin + static_cast<int64_t>(tile) * kKvTile;
+    // Draft visibility of this tile, one 64-bit word per row (as in verify_kernel.cuh). The
+    // previous tile's readers (warpgroup 0's softmax) finished before the last barrier.
+    if (is_draft) {
+      const int r = tid >> 2, quarter = tid & 3;
+      const int64_t row = row0 + r;
+      uint64_t bits = 0;
+      if (row < valid_rows) {
+        const int32_t t = static_cast<int32_t>(row / H);
+#pragma unroll 4
+        for (int k = 0; k < 16; ++k) {
+          const int key_local = quarter * 16 + k;
+          const int64_t key = tile_key0 + key_local;
+          if (key < key_end && mask_bit(p, req, e, t, static_cast<int32_t>(key)))
+            bits |= 1ull << key_local;
+        }
+      }
+      bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
+      bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
+      if (quarter == 0) vis_s[r] = bits;
+    }
+    // Tile j (and, at j = 0, Q) has landed; every warpgroup finished reading tile j - 1.
+    cp_async_wait<0>();
+    fence_proxy_async();
+    __syncthreads();
+    const uint32_t buf = kv_s + (tile & 1) * kTileBytes;
+    if (tile + 1 < num_tiles) {
+      issue_tile(tile + 1, kv_s + ((tile + 1) & 1) * kTileBytes);
+      cp_async_commit();
+    }
+
+    float scale[2] = {1.f, 1.f};
+    if (wg == 0) {
+      // ---- S = Q K^T: 64 rows x 64 keys over 576 columns ----
+      float s[32];
+      const uint64_t desc_k = sw128_desc(buf, 16, 1024);
+      wgmma_fence();
+#pragma unroll
+      for (int c = 0; c < kRowBlocks; ++c)
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          const uint32_t off = (c * kBlockBytes + ks * 32) >> 4;
+          wgmma_m64n64k16_ss(s, desc_q + off, desc_k + off, (c | ks) != 0);
+        }
+      wgmma_commit();
+      wgmma_wait_all();
+      fence_regs(s);
+
+      // ---- online softmax (split_plan.h numerics 2), scores in log2 units as in v4 ----
+      const int64_t left = key_end - tile_key0;
+      const int key_limit = left < kKvTile ? static_cast<int>(left) : kKvTile;
+      uint64_t vis[2] = {~0ull, ~0ull};
+      if (is_draft) {
+        vis[0] = vis_s[r0];
+        vis[1] = vis_s[r0 + 8];
+      }
+      float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int f = 0; f < 4; ++f) {
+          const int hr = f >> 1;
+          const int k = i * 8 + frag_col + (f & 1);
+          const bool visible = k < key_limit && ((vis[hr] >> k) & 1ull);
+          const float t = visible ? s[i * 4 + f] * scale_log2 : -INFINITY;
+          s[i * 4 + f] = t;
+          tile_max[hr] = fmaxf(tile_max[hr], t);
+        }
+      float m_new[2], part_sum[2] = {0.f, 0.f};
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        tile_max[hr] = fmaxf(tile_max[hr], __shfl_xor_sync(0xffffffffu, tile_max[hr], 1));
+        tile_max[hr] = fmaxf(tile_max[hr], __shfl_xor_sync(0xffffffffu, tile_max[hr], 2));
+        m_new[hr] = fmaxf(m_run[hr], tile_max[hr]);
+        // m_new == -inf: nothing visible yet, keep the (zero) state. Otherwise 2^(-inf - x) = 0
+        // discards an empty previous state; -inf - -inf never occurs.
+        scale[hr] = m_new[hr] == -INFINITY ? 1.f : exp2f(m_run[hr] - m_new[hr]);
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          const float t0 = s[i * 4 + 2 * hr], t1 = s[i * 4 + 2 * hr + 1];
+          // Masked keys: probability exactly 0. l sums the unrounded fp32 values; the tensor
+          // cores get them rounded to bf16 (round to nearest even).
+          const float p0 = t0 == -INFINITY ? 0.f : exp2f(t0 - m_new[hr]);
+          const float p1 = t1 == -INFINITY ? 0.f : exp2f(t1 - m_new[hr]);
+          part_sum[hr] += p0 + p1;
+          const int r = r0 + 8 * hr;
+          const uint32_t at = p_s + r * 128 + ((i ^ (r & 7)) * 16) + frag_col * 2;
+          const __nv_bfloat162 v = __floats2bfloat162_rn(p0, p1);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at),
+                       "r"(*reinterpret_cast<const uint32_t*>(&v))
+                       : "memory");
+        }
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        part_sum[hr] += __shfl_xor_sync(0xffffffffu, part_sum[hr], 1);
+        part_sum[hr] += __shfl_xor_sync(0xffffffffu, part_sum[hr], 2);
+        l_run[hr] = l_run[hr] * scale[hr] + part_sum[hr];
+        m_run[hr] = m_new[hr];
+        if ((lane & 3) == 0) row_scale[r0 + 8 * hr] = scale[hr];
+      }
+      fence_proxy_async();  // P is read by wgmma next
+    }
+    __syncthreads();
+    if (wg == 1) {
+      scale[0] = row_scale[r0];
+      scale[1] = row_scale[r0 + 8];
+    }
+
+    // ---- O = O * scale + P V: this warpgroup's 256 columns (blocks 4 wg .. 4 wg + 3) ----
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      o[i * 4 + 0] *= scale[0];
+      o[i * 4 + 1] *= scale[0];
+      o[i * 4 + 2] *= scale[1];
+      o[i * 4 + 3] *= scale[1];
+    }
+    const uint64_t desc_v = sw128_desc(buf + wg * 4 * kBlockBytes, kBlockBytes, 1024);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+      wgmma_m64n256k16_ss(o, desc_p + ((ks * 32) >> 4), desc_v + ((ks * 16 * 128) >> 4), 1);
+    wgmma_commit();
+    wgmma_wait_all();
+    fence_regs(o);
+  }
+  cp_async_wait<0>();
+
+  // ---- write the normalized partial (split_plan.h numerics 3) ----
+  const int64_t partial = split;
+  const int64_t rows_total = p.max_total_q * H;
+  if (wg == 0 && (lane & 3) == 0) {
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int r = r0 + 8 * hr;
+      const bool empty = l_run[hr] == 0.f;
+      row_inv_l[r] = empty ? 0.f : 1.f / l_run[hr];
+      const int64_t row = row0 + r;
+      if (row < valid_rows)
+        args.ws_lse[partial * rows_total + (e.q_begin + row / H) * H + row % H] =
+            empty ? -INFINITY : 0.6931471805599453f * (m_run[hr] + log2f(l_run[hr]));
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int r = r0 + 8 * hr;
+    const int64_t row = row0 + r;
+    if (row >= valid_rows) continue;
+    const int64_t out_row = (e.q_begin + row / H) * H + row % H;
+    const float inv = row_inv_l[r];
+    float* out = args.ws_o + (partial * rows_total + out_row) * kLatentDim + wg * 256;
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      *reinterpret_cast<float2*>(out + i * 8 + frag_col) =
+          make_float2(o[i * 4 + 2 * hr] * inv, o[i * 4 + 2 * hr + 1] * inv);
+  }
+}
+
+void prepare_partial_wgmma() {
+  CUDA_CHECK(cudaFuncSetAttribute(verify_partial_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  kWgmmaSmemBytes));
+}
+
+void launch_partial_wgmma(const PartialArgs& args, CUstream_st* stream) {
+  const VerifyParams& p = args.p;
+  dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
+            static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
+  verify_partial_wgmma<<<grid, kThreads, kWgmmaSmemBytes, stream>>>(args);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace mlaverify::cuda::detail
