@@ -32,18 +32,31 @@ constexpr int kOffKv = kTileBytes;                     // two KV tile buffers
 constexpr int kOffP = kOffKv + 2 * kTileBytes;         // [64 rows, 64 keys] bf16
 constexpr int kOffScale = kOffP + kBlockBytes;         // row rescale factors, fp32 [64]
 constexpr int kOffInvL = kOffScale + 64 * 4;           // 1 / l, fp32 [64]
-constexpr int kOffVis = kOffInvL + 64 * 4;             // draft visibility, uint64 [64]
-constexpr int kUsed = kOffVis + 64 * 8;
+constexpr int kOffVis = kOffInvL + 64 * 4;             // draft visibility, uint64 [2][64]
+constexpr int kUsed = kOffVis + 2 * 64 * 8;
 static_assert(kUsed + 1024 == kWgmmaSmemBytes, "verify_kernel.h: kWgmmaSmemBytes");
 static_assert(kRowDim == 576 && kLatentDim == 512, "9 column blocks, V = the 8 latent ones");
 
 // Matrix descriptor, 128-byte swizzle (PTX ISA, "Matrix Descriptor Format"): start address,
 // leading and stride byte offsets, each >> 4 in 14 bits; base offset 0 (every block starts on a
 // 1024-byte boundary, and the 32-byte k-step offsets stay inside the first 128-byte row).
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
-         (static_cast<uint64_t>((lbo & 0x3FFFF) >> 4) << 16) |
-         (static_cast<uint64_t>((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+// Kept as two 32-bit halves: a step moves only the start address, in the low half.
+struct Desc {
+  uint32_t lo, hi;
+};
+__device__ __forceinline__ Desc sw128_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return {((addr & 0x3FFFF) >> 4) | (((lbo & 0x3FFFF) >> 4) << 16),
+          ((sbo & 0x3FFFF) >> 4) | (1u << 30)};
+}
+// The descriptor `byte_offset` further on. The low half passes through an empty asm first, so
+// the compiler cannot hoist dozens of loop-invariant 64-bit descriptors into registers (it did,
+// and spilled).
+__device__ __forceinline__ uint64_t desc_at(Desc d, uint32_t byte_offset) {
+  uint32_t lo = d.lo;
+  asm volatile("" : "+r"(lo));
+  uint64_t out;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(out) : "r"(lo + (byte_offset >> 4)), "r"(d.hi));
+  return out;
 }
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -51,13 +64,28 @@ __device__ __forceinline__ void wgmma_fence() {
 __device__ __forceinline__ void wgmma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
-__device__ __forceinline__ void wgmma_wait_all() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 // Generic-proxy shared-memory writes (cp.async, st.shared) made visible to the async proxy that
 // wgmma reads through; each writing thread fences, then a barrier orders it before the reads.
 __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Named barriers between the two warpgroups (0 is __syncthreads). Each is a one-way signal:
+// one warpgroup arrives (does not wait), the other syncs; 256 threads complete it. The protocol
+// never lets a warpgroup arrive twice at one barrier before the other side has synced it (the
+// "full" signal has one barrier per buffer parity for that reason): see the loops below.
+constexpr int kBarKvFull0 = 1;  // warpgroup 1 -> 0: KV tile of parity 0 (+ 1) has landed
+constexpr int kBarKvEmpty = 3;  // 0 -> 1: warpgroup 0's PV is done with a KV buffer
+constexpr int kBarPFull = 4;    // 0 -> 1: P and the row factors of a tile are in smem
+constexpr int kBarPEmpty = 5;   // 1 -> 0: warpgroup 1 is done reading P
+__device__ __forceinline__ void bar_sync(int id) {
+  asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id) {
+  asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory");
 }
 // Pins an accumulator after wgmma.wait_group: later reads cannot be hoisted above the wait,
 // since to the compiler the register is redefined here.
@@ -87,7 +115,10 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
     key_begin = r.begin;
     key_end = r.end;
   }
-  const int num_tiles = static_cast<int>((key_end - key_begin + kKvTile - 1) / kKvTile);
+  // Broadcast from lane 0: the count comes from metadata loads, and wgmma issued under a
+  // condition the compiler cannot prove warp-uniform is serialized (ptxas C7520).
+  const int num_tiles = __shfl_sync(
+      0xffffffffu, static_cast<int>((key_end - key_begin + kKvTile - 1) / kKvTile), 0);
 
   // The swizzle pattern repeats every 1024 bytes: align the carve-up to that.
   extern __shared__ __align__(128) unsigned char smem_wgmma[];
@@ -129,29 +160,31 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
     cp_async_commit();
   }
 
-  // ---- KV gather: thread owns 16-byte unit ld_u of every 64-column block of keys ld_key and
-  // ld_key + 32 (8 threads read one 128-byte run of a row: coalesced). Slot ids one tile ahead.
+  // ---- KV gather, warpgroup 1 only: thread owns 16-byte unit ld_u of every 64-column block of
+  // keys ld_key + 16 kk, kk = 0..3 (8 threads read one 128-byte run of a row: coalesced). Slot
+  // ids are loaded one tile ahead, so the dependent index load is in flight while a tile streams.
   const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);
   const int ld_u = tid & 7;
-  const int ld_key = tid >> 3;  // 0..31
+  const int ld_key = (tid & 127) >> 3;  // 0..15
   const bool slots_from_indices = !(is_draft && p.draft_source == DraftKvSource::ExtendRows);
   const int64_t index_base = e.kv_begin + (is_draft ? e.prefix_len : 0);
   auto load_slot = [&](int tile, int kk) -> int64_t {
-    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 32 * kk;
+    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 16 * kk;
     return (tile < num_tiles && key < key_end) ? p.kv_indices[index_base + key] : 0;
   };
-  int64_t next_slot[2] = {0, 0};
-  if (slots_from_indices) {
-    next_slot[0] = load_slot(0, 0);
-    next_slot[1] = load_slot(0, 1);
-  }
-  // Issues the whole of tile `tile` into the buffer at `buf`; past key_end the rows are
-  // zero-filled (src-size 0), so stale keys never meet a probability.
-  const uint32_t ld_dst = ld_key * 128 + ((ld_u ^ (ld_key & 7)) * 16);  // (ld_key + 32) & 7 same
-  auto issue_tile = [&](int tile, uint32_t buf) {
+  int64_t next_slot[4] = {0, 0, 0, 0};
+  if (wg == 1 && slots_from_indices) {
 #pragma unroll
-    for (int kk = 0; kk < 2; ++kk) {
-      const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 32 * kk;
+    for (int kk = 0; kk < 4; ++kk) next_slot[kk] = load_slot(0, kk);
+  }
+  // Issues the whole of tile `tile` into buffer tile & 1; past key_end the rows are zero-filled
+  // (src-size 0), so stale keys never meet a probability.
+  const uint32_t ld_dst = ld_key * 128 + ((ld_u ^ (ld_key & 7)) * 16);  // (+16 kk) & 7 same
+  auto issue_tile = [&](int tile) {
+    const uint32_t buf = kv_s + (tile & 1) * kTileBytes;
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 16 * kk;
       const bool ok = key < key_end;
       const __nv_bfloat16* lat = pool;
       const __nv_bfloat16* rope = pool;
@@ -165,15 +198,36 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
         rope = pool + p.kv_layout.rope_index(next_slot[kk]) + ld_u * 8;
       }
       const int bytes = ok ? 16 : 0;
-      const uint32_t dst = buf + kk * 32 * 128 + ld_dst;
+      const uint32_t dst = buf + kk * 16 * 128 + ld_dst;
 #pragma unroll
       for (int c = 0; c < 8; ++c) cp_async16(dst + c * kBlockBytes, lat + c * 64, bytes);
       cp_async16(dst + 8 * kBlockBytes, rope, bytes);
     }
+    cp_async_commit();
     if (slots_from_indices) {
-      next_slot[0] = load_slot(tile + 1, 0);
-      next_slot[1] = load_slot(tile + 1, 1);
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) next_slot[kk] = load_slot(tile + 1, kk);
     }
+  };
+  // Draft visibility of tile `tile`, one 64-bit word per row into vis_s[tile & 1] (warpgroup 1:
+  // two threads per row, 32 keys each).
+  auto decode_vis = [&](int tile) {
+    const int r = (tid & 127) >> 1, part = tid & 1;
+    const int64_t row = row0 + r;
+    const int64_t tile_key0 = key_begin + static_cast<int64_t>(tile) * kKvTile;
+    uint64_t bits = 0;
+    if (row < valid_rows) {
+      const int32_t t = static_cast<int32_t>(row / H);
+#pragma unroll 4
+      for (int k = 0; k < 32; ++k) {
+        const int key_local = part * 32 + k;
+        const int64_t key = tile_key0 + key_local;
+        if (key < key_end && mask_bit(p, req, e, t, static_cast<int32_t>(key)))
+          bits |= 1ull << key_local;
+      }
+    }
+    bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
+    if (part == 0) vis_s[(tile & 1) * kRows + r] = bits;
   };
 
   float o[128];  // this warpgroup's 64 rows x 256 columns: o[4 i + f], column block i (n8)
@@ -181,72 +235,60 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
   for (int i = 0; i < 128; ++i) o[i] = 0.f;
   float m_run[2] = {-INFINITY, -INFINITY};  // warpgroup 0: rows r0, r0 + 8, in log2 units
   float l_run[2] = {0.f, 0.f};
+  float scale[2] = {1.f, 1.f};  // O rescale for the tile whose P is in p_s
   const float scale_log2 = p.sm_scale * 1.4426950408889634f;
 
   // Descriptors of the fixed operands; per step only the start address moves (low bits).
-  const uint64_t desc_q = sw128_desc(q_s, 16, 1024);
-  const uint64_t desc_p = sw128_desc(p_s, 16, 1024);
+  const Desc desc_q = sw128_desc(q_s, 16, 1024);
+  const Desc desc_p = sw128_desc(p_s, 16, 1024);
 
-  issue_tile(0, kv_s);
-  cp_async_commit();
-
-#pragma unroll 1
-  for (int tile = 0; tile < num_tiles; ++tile) {
-    const int64_t tile_key0 = key_begin + static_cast<int64_t>(tile) * kKvTile;
-    // Draft visibility of this tile, one 64-bit word per row (as in verify_kernel.cuh). The
-    // previous tile's readers (warpgroup 0's softmax) finished before the last barrier.
-    if (is_draft) {
-      const int r = tid >> 2, quarter = tid & 3;
-      const int64_t row = row0 + r;
-      uint64_t bits = 0;
-      if (row < valid_rows) {
-        const int32_t t = static_cast<int32_t>(row / H);
-#pragma unroll 4
-        for (int k = 0; k < 16; ++k) {
-          const int key_local = quarter * 16 + k;
-          const int64_t key = tile_key0 + key_local;
-          if (key < key_end && mask_bit(p, req, e, t, static_cast<int32_t>(key)))
-            bits |= 1ull << key_local;
-        }
+  // O = O * scale + P V over this warpgroup's 256 columns (blocks 4 wg .. 4 wg + 3) of tile j.
+  auto issue_pv = [&](int tile) {
+    // Once the running maxima settle most tiles leave every row's max unchanged (scale exactly
+    // 1): the warp skips the 128 multiplies then, with bit-identical results.
+    if (!__all_sync(0xffffffffu, scale[0] == 1.f && scale[1] == 1.f)) {
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        o[i * 4 + 0] *= scale[0];
+        o[i * 4 + 1] *= scale[0];
+        o[i * 4 + 2] *= scale[1];
+        o[i * 4 + 3] *= scale[1];
       }
-      bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
-      bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
-      if (quarter == 0) vis_s[r] = bits;
     }
-    // Tile j (and, at j = 0, Q) has landed; every warpgroup finished reading tile j - 1.
-    cp_async_wait<0>();
-    fence_proxy_async();
-    __syncthreads();
     const uint32_t buf = kv_s + (tile & 1) * kTileBytes;
-    if (tile + 1 < num_tiles) {
-      issue_tile(tile + 1, kv_s + ((tile + 1) & 1) * kTileBytes);
-      cp_async_commit();
-    }
+    const Desc desc_v = sw128_desc(buf + wg * 4 * kBlockBytes, kBlockBytes, 1024);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+      wgmma_m64n256k16_ss(o, desc_at(desc_p, ks * 32), desc_at(desc_v, ks * 16 * 128), 1);
+    wgmma_commit();
+  };
 
-    float scale[2] = {1.f, 1.f};
-    if (wg == 0) {
-      // ---- S = Q K^T: 64 rows x 64 keys over 576 columns ----
-      float s[32];
-      const uint64_t desc_k = sw128_desc(buf, 16, 1024);
+  if (wg == 0) {
+    // ================= warpgroup 0: S, softmax, P; its half of PV =================
+    float s[32];
+    // S = Q K^T for tile j: 64 rows x 64 keys over 576 columns (36 x m64n64k16), async.
+    auto issue_s = [&](int tile) {
+      const Desc desc_k = sw128_desc(kv_s + (tile & 1) * kTileBytes, 16, 1024);
       wgmma_fence();
 #pragma unroll
       for (int c = 0; c < kRowBlocks; ++c)
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
-          const uint32_t off = (c * kBlockBytes + ks * 32) >> 4;
-          wgmma_m64n64k16_ss(s, desc_q + off, desc_k + off, (c | ks) != 0);
+          const uint32_t off = c * kBlockBytes + ks * 32;
+          wgmma_m64n64k16_ss(s, desc_at(desc_q, off), desc_at(desc_k, off), (c | ks) != 0);
         }
       wgmma_commit();
-      wgmma_wait_all();
-      fence_regs(s);
-
-      // ---- online softmax (split_plan.h numerics 2), scores in log2 units as in v4 ----
-      const int64_t left = key_end - tile_key0;
+    };
+    // Online softmax of tile j (split_plan.h numerics 2, scores in log2 units as in v4), P to
+    // p_s once warpgroup 1 has released it, the rescale factors to row_scale.
+    auto softmax = [&](int tile) {
+      const int64_t left = key_end - (key_begin + static_cast<int64_t>(tile) * kKvTile);
       const int key_limit = left < kKvTile ? static_cast<int>(left) : kKvTile;
       uint64_t vis[2] = {~0ull, ~0ull};
       if (is_draft) {
-        vis[0] = vis_s[r0];
-        vis[1] = vis_s[r0 + 8];
+        vis[0] = vis_s[(tile & 1) * kRows + r0];
+        vis[1] = vis_s[(tile & 1) * kRows + r0 + 8];
       }
       float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -270,6 +312,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
         // discards an empty previous state; -inf - -inf never occurs.
         scale[hr] = m_new[hr] == -INFINITY ? 1.f : exp2f(m_run[hr] - m_new[hr]);
       }
+      uint32_t pk[8][2];
 #pragma unroll
       for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -280,12 +323,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
           const float p0 = t0 == -INFINITY ? 0.f : exp2f(t0 - m_new[hr]);
           const float p1 = t1 == -INFINITY ? 0.f : exp2f(t1 - m_new[hr]);
           part_sum[hr] += p0 + p1;
-          const int r = r0 + 8 * hr;
-          const uint32_t at = p_s + r * 128 + ((i ^ (r & 7)) * 16) + frag_col * 2;
           const __nv_bfloat162 v = __floats2bfloat162_rn(p0, p1);
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at),
-                       "r"(*reinterpret_cast<const uint32_t*>(&v))
-                       : "memory");
+          pk[i][hr] = *reinterpret_cast<const uint32_t*>(&v);
         }
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
@@ -293,34 +332,88 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
         part_sum[hr] += __shfl_xor_sync(0xffffffffu, part_sum[hr], 2);
         l_run[hr] = l_run[hr] * scale[hr] + part_sum[hr];
         m_run[hr] = m_new[hr];
-        if ((lane & 3) == 0) row_scale[r0 + 8 * hr] = scale[hr];
+      }
+      if (tile > 0) bar_sync(kBarPEmpty);  // warpgroup 1 finished reading P of tile j - 1
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          const int r = r0 + 8 * hr;
+          const uint32_t at = p_s + r * 128 + ((i ^ (r & 7)) * 16) + frag_col * 2;
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(pk[i][hr]) : "memory");
+        }
+      if ((lane & 3) == 0) {
+        row_scale[r0] = scale[0];
+        row_scale[r0 + 8] = scale[1];
       }
       fence_proxy_async();  // P is read by wgmma next
+      bar_arrive(kBarPFull);
+    };
+
+    cp_async_wait<0>();  // this warpgroup's part of Q
+    fence_proxy_async();
+    bar_sync(kBarKvFull0);  // tile 0 and the rest of Q
+    issue_s(0);
+    wgmma_wait<0>();
+    fence_regs(s);
+    softmax(0);
+#pragma unroll 1
+    for (int tile = 0; tile < num_tiles; ++tile) {
+      // This tile's PV, then the next tile's S, back to back on the tensor cores. PV completes
+      // first (groups retire in order): the buffer is released while S still runs, so the
+      // gather of tile j + 2 overlaps S of j + 1 and the softmax.
+      const bool more = tile + 1 < num_tiles;
+      issue_pv(tile);
+      if (more) {
+        bar_sync(kBarKvFull0 + ((tile + 1) & 1));
+        issue_s(tile + 1);
+        wgmma_wait<1>();
+      } else {
+        wgmma_wait<0>();
+      }
+      fence_regs(o);
+      if (tile + 2 < num_tiles) bar_arrive(kBarKvEmpty);  // done with tile j's buffer
+      if (more) {
+        wgmma_wait<0>();
+        fence_regs(s);
+        softmax(tile + 1);
+      }
     }
-    __syncthreads();
-    if (wg == 1) {
+  } else {
+    // ================= warpgroup 1: the gather; its half of PV =================
+    issue_tile(0);
+    if (num_tiles > 1) issue_tile(1);
+    if (is_draft) decode_vis(0);
+    if (num_tiles > 1)
+      cp_async_wait<1>();  // Q's and tile 0's groups
+    else
+      cp_async_wait<0>();
+    fence_proxy_async();
+    bar_arrive(kBarKvFull0);
+#pragma unroll 1
+    for (int tile = 0; tile < num_tiles; ++tile) {
+      // Tile j + 1 (issued an iteration ago) has landed -> tell warpgroup 0, which issues its S
+      // right after this tile's PV. (Waiting for it after P of tile j instead measured 2-5%
+      // slower: warpgroup 0 then waits on this warpgroup's wake-up every tile; NOTES.md v9.)
+      if (tile + 1 < num_tiles) {
+        cp_async_wait<0>();
+        if (is_draft) decode_vis(tile + 1);
+        fence_proxy_async();
+        bar_arrive(kBarKvFull0 + ((tile + 1) & 1));
+      }
+      bar_sync(kBarPFull);
       scale[0] = row_scale[r0];
       scale[1] = row_scale[r0 + 8];
+      issue_pv(tile);
+      wgmma_wait<0>();
+      fence_regs(o);
+      if (tile + 1 < num_tiles) bar_arrive(kBarPEmpty);
+      if (tile + 2 < num_tiles) {
+        bar_sync(kBarKvEmpty);
+        issue_tile(tile + 2);
+      }
     }
-
-    // ---- O = O * scale + P V: this warpgroup's 256 columns (blocks 4 wg .. 4 wg + 3) ----
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      o[i * 4 + 0] *= scale[0];
-      o[i * 4 + 1] *= scale[0];
-      o[i * 4 + 2] *= scale[1];
-      o[i * 4 + 3] *= scale[1];
-    }
-    const uint64_t desc_v = sw128_desc(buf + wg * 4 * kBlockBytes, kBlockBytes, 1024);
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks)
-      wgmma_m64n256k16_ss(o, desc_p + ((ks * 32) >> 4), desc_v + ((ks * 16 * 128) >> 4), 1);
-    wgmma_commit();
-    wgmma_wait_all();
-    fence_regs(o);
   }
-  cp_async_wait<0>();
 
   // ---- write the normalized partial (split_plan.h numerics 3) ----
   const int64_t partial = split;

@@ -35,7 +35,16 @@ for step in "${steps[@]}"; do
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$OUT/sanitize_$tool.log" | head -8
         echo "compute-sanitizer $tool rc=$rc"
         [ $rc -ne 0 ] && status=1
-      done ;;
+      done
+      # The wgmma kernel hands row factors between warpgroups with bar.arrive -> bar.sync. The
+      # probe runs that handshake alone (and a bar.sync-only twin) under racecheck, so a report on
+      # it can be told apart from a race in the kernel.
+      if [ -x "$BIN/racecheck_probe" ]; then
+        for v in arrive sync; do
+          compute-sanitizer --tool racecheck "$BIN/racecheck_probe" --variant $v 2>&1 |
+            grep -E "racecheck_probe|RACECHECK SUMMARY" | sed "s/^/probe $v: /"
+        done
+      fi ;;
     bench)
       "$BIN/verify_bench" 2>&1 | tee "$OUT/bench.txt" ;;
     compare)
