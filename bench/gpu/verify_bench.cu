@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda/cuda_check.h"
+#include "cuda/launch.h"
 #include "cuda/verify_kernel.h"
 #include "mlaverify/split_plan.h"
 #include "mlaverify/verify_params.h"
@@ -303,13 +304,23 @@ int main(int argc, char** argv) {
   std::printf("device: %s, %d SMs, L2 %d MB, cc %d.%d, MLAV_CUDA_KERNEL=%s\n", prop.name, sms,
               prop.l2CacheSize >> 20, prop.major, prop.minor,
               kernel_env ? kernel_env : "(default)");
+  if (prop.major == 9 && prop.minor == 0) {
+    cuda::detail::prepare_partial_wgmma();
+    std::printf("wgmma kernel: %d 2-CTA clusters resident at once (%d SMs)\n",
+                cuda::detail::max_active_wgmma_pairs(), sms);
+  }
   if (!only.empty()) {
     for (const Workload& w : kWorkloads)
       if (only == w.name) {
         double kvb, fl, iob;
-        const int s = cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, sms);
-        std::printf("%s splits %d: %.1f us\n", w.name, s,
-                    time_workload(w, s, sms, &kvb, &fl, &iob));
+        const int suggested = cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, sms);
+        std::vector<int> tries = {suggested};
+        if (sweep)
+          for (int s : {1, 2, 3, 4, 8})
+            if (s != suggested) tries.push_back(s);
+        for (int s : tries)
+          std::printf("%s splits %d: %.1f us\n", w.name, s,
+                      time_workload(w, s, sms, &kvb, &fl, &iob));
       }
     return 0;
   }
