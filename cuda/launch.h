@@ -26,8 +26,6 @@ void launch_partial_stages6(const PartialArgs& args, CUstream_st* stream);
 // The sm_90a wgmma kernel; defined only where CMAKE_CUDA_ARCHITECTURES holds 90.
 void prepare_partial_wgmma();
 void launch_partial_wgmma(const PartialArgs& args, CUstream_st* stream);
-// How many 2-CTA clusters of the wgmma kernel the device holds at once (after prepare).
-int max_active_wgmma_pairs();
 // Enqueue the merge kernel, grid max_total_q * H.
 void launch_merge(const PartialArgs& args, CUstream_st* stream);
 

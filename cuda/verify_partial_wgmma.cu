@@ -33,8 +33,8 @@ constexpr int kOffP = kOffKv + 2 * kTileBytes;         // [64 rows, 64 keys] bf1
 constexpr int kOffScale = kOffP + kBlockBytes;         // row rescale factors, fp32 [64]
 constexpr int kOffInvL = kOffScale + 64 * 4;           // 1 / l, fp32 [64]
 constexpr int kOffVis = kOffInvL + 64 * 4;             // draft visibility, uint64 [2][64]
-constexpr int kOffBar = kOffVis + 2 * 64 * 8;           // mbarriers: full[2], empty[2]
-constexpr int kUsed = kOffBar + 4 * 8;
+constexpr int kOffBar = kOffVis + 2 * 64 * 8;           // mbarriers: tile landed, [2]
+constexpr int kUsed = kOffBar + 2 * 8;
 static_assert(kUsed + 1024 == kWgmmaSmemBytes, "verify_kernel.h: kWgmmaSmemBytes");
 static_assert(kRowDim == 576 && kLatentDim == 512, "9 column blocks, V = the 8 latent ones");
 
@@ -76,9 +76,8 @@ __device__ __forceinline__ void fence_proxy_async() {
 }
 // Named barriers between the two warpgroups (0 is __syncthreads). Each is a one-way signal:
 // one warpgroup arrives (does not wait), the other syncs; 256 threads complete it. The protocol
-// never lets a warpgroup arrive twice at one barrier before the other side has synced it (the
-// "full" signal has one barrier per buffer parity for that reason): see the loops below.
-constexpr int kBarKvFull0 = 1;  // warpgroup 1 -> 0: KV tile of parity 0 (+ 1) has landed
+// never lets a warpgroup arrive twice at one barrier before the other side has synced it (PTX:
+// unpredictable otherwise): see the loops below. Tiles landing are signalled on mbarriers.
 constexpr int kBarKvEmpty = 3;  // 0 -> 1: warpgroup 0's PV is done with a KV buffer
 constexpr int kBarPFull = 4;    // 0 -> 1: P and the row factors of a tile are in smem
 constexpr int kBarPEmpty = 5;   // 1 -> 0: warpgroup 1 is done reading P
@@ -88,70 +87,28 @@ __device__ __forceinline__ void bar_sync(int id) {
 __device__ __forceinline__ void bar_arrive(int id) {
   asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory");
 }
-constexpr int kBarLoader = 6;   // warpgroup 1 alone (128 threads): its half of a tile landed
-
-// ---- cluster pairs (verify_partial_wgmma<true>): two CTAs of one request and split, adjacent
-// row tiles, gather half of every KV tile each and push it into the other's shared memory ----
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// All threads of both CTAs; orders mbarrier initialization before any remote use, and keeps a
-// CTA's shared memory alive until the other has finished with it.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
-                   : "memory");
-}
-// The shared::cluster address of `addr` (a shared::cta address) in CTA `rank` of the cluster.
-__device__ __forceinline__ uint32_t map_to_rank(uint32_t addr, uint32_t rank) {
-  uint32_t out;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(addr), "r"(rank));
-  return out;
-}
+// mbarrier "tile landed" signal: each loader thread arrives once itself (releasing its own
+// stores, the draft visibility words) and once more through cp.async.mbarrier.arrive.noinc,
+// which fires when all of that thread's earlier cp.async have completed. So the loader never
+// blocks on its own copies; warpgroup 0 waits on the barrier's phase instead.
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
-__device__ __forceinline__ void mbar_init_fence() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-// Arrive on this CTA's barrier and expect `bytes` more from the other CTA's bulk copy.
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_local(uint32_t bar) {
+__device__ __forceinline__ void mbar_arrive_on_copies(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-// Arrive on a barrier of the other CTA (`bar` from map_to_rank), releasing at cluster scope.
-__device__ __forceinline__ void mbar_arrive_remote(uint32_t bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar)
-               : "memory");
-}
-// Waits until the phase with parity `parity` of this CTA's barrier has completed.
+// Waits until the phase with parity `parity` of the barrier has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   asm volatile(
       "{\n"
       ".reg .pred done;\n"
       "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
       "@!done bra WAIT_%=;\n"
       "}\n" ::"r"(bar),
       "r"(parity)
       : "memory");
-}
-// Bulk copy of `bytes` from this CTA's shared memory to the other CTA's (`dst`, `bar` from
-// map_to_rank); completion is counted in bytes on that CTA's barrier.
-__device__ __forceinline__ void bulk_copy_to_peer(uint32_t dst, uint32_t src, uint32_t bytes,
-                                                  uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-      "[%3];\n" ::"r"(dst),
-      "r"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
-__device__ __forceinline__ void bar_sync_loader() {
-  asm volatile("bar.sync %0, 128;\n" ::"n"(kBarLoader) : "memory");
 }
 
 // Pins an accumulator after wgmma.wait_group: later reads cannot be hoisted above the wait,
@@ -164,10 +121,6 @@ __device__ __forceinline__ void fence_regs(float (&r)[N]) {
 
 }  // namespace
 
-// kPair: launched in clusters of 2 CTAs along x (adjacent row tiles of one request and split).
-// Each CTA gathers 32 of a tile's 64 keys and bulk-copies them into the other's buffer, so every
-// KV byte crosses from L2 once per pair instead of once per CTA (NOTES.md v10).
-template <bool kPair>
 __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const PartialArgs args) {
   const VerifyParams& p = args.p;
   const int32_t req = blockIdx.y;
@@ -177,11 +130,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
   const int32_t H = p.num_heads;
   const int64_t valid_rows = static_cast<int64_t>(e.draft_nodes) * H;
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  // A pair leaves together or not at all: the second CTA of a pair whose first has rows runs
-  // the whole pipeline on zero rows (its partner needs its half of every tile) and writes
-  // nothing. Both CTAs see the same split, so the empty-split exit below is common too.
-  const int64_t first_row0 = kPair ? static_cast<int64_t>(blockIdx.x & ~1u) * kRows : row0;
-  if (first_row0 >= valid_rows) return;
+  if (row0 >= valid_rows) return;
 
   int64_t key_begin = 0, key_end = e.draft_nodes;
   if (!is_draft) {
@@ -217,6 +166,12 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
   const int frag_col = (lane & 3) * 2;    // accumulator columns 8 i + frag_col, + 1
   const int r0 = wq * 16 + frag_row;
 
+  if (tid == 0) {  // 128 loader threads x (own arrival + copies-done arrival)
+    mbar_init(base + kOffBar, 2 * 128);
+    mbar_init(base + kOffBar + 8, 2 * 128);
+  }
+  __syncthreads();
+
   // ---- Q tile: 64 rows x 72 units of 16 bytes, rows past the request zero-filled ----
   {
     const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
@@ -236,36 +191,31 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
   }
 
   // ---- KV gather, warpgroup 1 only: thread owns 16-byte unit ld_u of every 64-column block of
-  // keys key_off + ld_key + 16 kk (8 threads read one 128-byte run of a row: coalesced): all 64
-  // keys (kk = 0..3) alone, or in a pair this CTA's 32 (kk = 0, 1; key_off = 32 * rank). Slot ids
-  // are loaded one tile ahead, so the dependent index load is in flight while a tile streams.
-  constexpr int kKK = kPair ? 2 : 4;
-  const uint32_t rank = kPair ? cluster_rank() : 0;
-  const int key_off = static_cast<int>(rank) * 32;
+  // keys ld_key + 16 kk, kk = 0..3 (8 threads read one 128-byte run of a row: coalesced). Slot
+  // ids are loaded one tile ahead, so the dependent index load is in flight while a tile streams.
   const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);
   const int ld_u = tid & 7;
   const int ld_key = (tid & 127) >> 3;  // 0..15
   const bool slots_from_indices = !(is_draft && p.draft_source == DraftKvSource::ExtendRows);
   const int64_t index_base = e.kv_begin + (is_draft ? e.prefix_len : 0);
   auto load_slot = [&](int tile, int kk) -> int64_t {
-    const int64_t key =
-        key_begin + static_cast<int64_t>(tile) * kKvTile + key_off + ld_key + 16 * kk;
+    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 16 * kk;
     return (tile < num_tiles && key < key_end) ? p.kv_indices[index_base + key] : 0;
   };
-  int64_t next_slot[kKK] = {};
+  int64_t next_slot[4] = {0, 0, 0, 0};
   if (wg == 1 && slots_from_indices) {
 #pragma unroll
-    for (int kk = 0; kk < kKK; ++kk) next_slot[kk] = load_slot(0, kk);
+    for (int kk = 0; kk < 4; ++kk) next_slot[kk] = load_slot(0, kk);
   }
-  // Issues this CTA's keys of tile `tile` into buffer tile & 1; past key_end the rows are
-  // zero-filled (src-size 0), so stale keys never meet a probability.
-  const uint32_t ld_dst = (key_off + ld_key) * 128 + ((ld_u ^ (ld_key & 7)) * 16);  // +16 kk same
+  // Issues the whole of tile `tile` into buffer tile & 1; past key_end the rows are zero-filled
+  // (src-size 0), so stale keys never meet a probability.
+  const uint32_t ld_dst = ld_key * 128 + ((ld_u ^ (ld_key & 7)) * 16);  // (+16 kk) & 7 same
+  const uint32_t bar_full = base + kOffBar;  // + 8 (tile & 1)
   auto issue_tile = [&](int tile) {
     const uint32_t buf = kv_s + (tile & 1) * kTileBytes;
 #pragma unroll
-    for (int kk = 0; kk < kKK; ++kk) {
-      const int64_t key =
-          key_begin + static_cast<int64_t>(tile) * kKvTile + key_off + ld_key + 16 * kk;
+    for (int kk = 0; kk < 4; ++kk) {
+      const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key + 16 * kk;
       const bool ok = key < key_end;
       const __nv_bfloat16* lat = pool;
       const __nv_bfloat16* rope = pool;
@@ -284,67 +234,10 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
       for (int c = 0; c < 8; ++c) cp_async16(dst + c * kBlockBytes, lat + c * 64, bytes);
       cp_async16(dst + 8 * kBlockBytes, rope, bytes);
     }
-    cp_async_commit();
+    mbar_arrive_on_copies(bar_full + (tile & 1) * 8);
     if (slots_from_indices) {
 #pragma unroll
-      for (int kk = 0; kk < kKK; ++kk) next_slot[kk] = load_slot(tile + 1, kk);
-    }
-  };
-  // Pair barriers: full[b] completes when this CTA's half of the tile in buffer b has landed
-  // (one local arrival) and the other CTA's half has been copied in (36,864 bytes of
-  // transactions); empty[b] when both CTAs are done with their buffer b (one local, one remote
-  // arrival), so either may then refill its own and the other's.
-  const uint32_t bar_full = base + kOffBar;       // + 8 b
-  const uint32_t bar_empty = base + kOffBar + 16;  // + 8 b
-  constexpr uint32_t kHalfBytes = kRowBlocks * 32 * 128;  // 36,864
-  if constexpr (kPair) {
-    if (tid == 0) {
-      mbar_init(bar_full, 1);
-      mbar_init(bar_full + 8, 1);
-      mbar_init(bar_empty, 2);
-      mbar_init(bar_empty + 8, 2);
-      mbar_init_fence();
-    }
-    cluster_sync();
-  }
-  // Tile `tile` of this CTA has landed (every warpgroup-1 thread waited for its own copies and
-  // fenced them): signal warpgroup 0, and in a pair push this CTA's half to the other CTA.
-  auto publish_tile = [&](int tile) {
-    fence_proxy_async();
-    if constexpr (kPair) {
-      bar_sync_loader();
-      if (tid == 128) {
-        const uint32_t b = (tile & 1) * 8;
-        const uint32_t peer = rank ^ 1u;
-        const uint32_t src = kv_s + (tile & 1) * kTileBytes + key_off * 128;
-        const uint32_t dst = map_to_rank(src, peer);
-        const uint32_t peer_full = map_to_rank(bar_full + b, peer);
-#pragma unroll
-        for (int c = 0; c < kRowBlocks; ++c)
-          bulk_copy_to_peer(dst + c * kBlockBytes, src + c * kBlockBytes, 32 * 128, peer_full);
-        mbar_arrive_expect_tx(bar_full + b, kHalfBytes);
-      }
-    } else {
-      bar_arrive(kBarKvFull0 + (tile & 1));
-    }
-  };
-  // Warpgroup 0: wait until tile `tile` is whole in this CTA's buffer.
-  auto wait_tile = [&](int tile) {
-    if constexpr (kPair)
-      mbar_wait(bar_full + (tile & 1) * 8, (tile >> 1) & 1);
-    else
-      bar_sync(kBarKvFull0 + (tile & 1));
-  };
-  // Warpgroup 1, after the local KV_EMPTY handshake for tile `tile`: may buffer tile & 1 be
-  // refilled (in a pair: is the other CTA done with its buffer too)?
-  auto wait_refill = [&](int tile) {
-    if constexpr (kPair) {
-      const uint32_t b = (tile & 1) * 8;
-      if (tid == 128) {
-        mbar_arrive_local(bar_empty + b);
-        mbar_arrive_remote(map_to_rank(bar_empty + b, rank ^ 1u));
-      }
-      mbar_wait(bar_empty + b, (tile >> 1) & 1);
+      for (int kk = 0; kk < 4; ++kk) next_slot[kk] = load_slot(tile + 1, kk);
     }
   };
   // Draft visibility of tile `tile`, one 64-bit word per row into vis_s[tile & 1] (warpgroup 1:
@@ -400,6 +293,12 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
     for (int ks = 0; ks < 4; ++ks)
       wgmma_m64n256k16_ss(o, desc_at(desc_p, ks * 32), desc_at(desc_v, ks * 16 * 128), 1);
     wgmma_commit();
+  };
+
+  // Warpgroup 0: tile `tile` has landed; fence the generic-proxy copies before wgmma reads them.
+  auto wait_tile = [&](int tile) {
+    mbar_wait(bar_full + (tile & 1) * 8, (tile >> 1) & 1);
+    fence_proxy_async();
   };
 
   if (wg == 0) {
@@ -489,8 +388,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
     };
 
     cp_async_wait<0>();  // this warpgroup's part of Q
-    fence_proxy_async();
-    wait_tile(0);  // tile 0 and the rest of Q
+    wait_tile(0);         // tile 0 and the rest of Q
     issue_s(0);
     wgmma_wait<0>();
     fence_regs(s);
@@ -519,24 +417,15 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
     }
   } else {
     // ================= warpgroup 1: the gather; its half of PV =================
-    issue_tile(0);
-    if (num_tiles > 1) issue_tile(1);
+    // It never waits for its own copies: each tile's landing is tracked on the mbarrier.
     if (is_draft) decode_vis(0);
-    if (num_tiles > 1)
-      cp_async_wait<1>();  // Q's and tile 0's groups
-    else
-      cp_async_wait<0>();
-    publish_tile(0);
+    issue_tile(0);
+    if (num_tiles > 1) {
+      if (is_draft) decode_vis(1);
+      issue_tile(1);
+    }
 #pragma unroll 1
     for (int tile = 0; tile < num_tiles; ++tile) {
-      // Tile j + 1 (issued an iteration ago) has landed -> tell warpgroup 0, which issues its S
-      // right after this tile's PV. (Waiting for it after P of tile j instead measured 2-5%
-      // slower: warpgroup 0 then waits on this warpgroup's wake-up every tile; NOTES.md v9.)
-      if (tile + 1 < num_tiles) {
-        cp_async_wait<0>();
-        if (is_draft) decode_vis(tile + 1);
-        publish_tile(tile + 1);
-      }
       bar_sync(kBarPFull);
       scale[0] = row_scale[r0];
       scale[1] = row_scale[r0 + 8];
@@ -545,8 +434,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
       fence_regs(o);
       if (tile + 1 < num_tiles) bar_arrive(kBarPEmpty);
       if (tile + 2 < num_tiles) {
-        bar_sync(kBarKvEmpty);
-        wait_refill(tile);
+        bar_sync(kBarKvEmpty);  // warpgroup 0 is done with this buffer too
+        if (is_draft) decode_vis(tile + 2);
         issue_tile(tile + 2);
       }
     }
@@ -581,60 +470,19 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
       *reinterpret_cast<float2*>(out + i * 8 + frag_col) =
           make_float2(o[i * 4 + 2 * hr] * inv, o[i * 4 + 2 * hr + 1] * inv);
   }
-  // In a pair, neither CTA leaves while the other may still copy into or read its memory.
-  if constexpr (kPair) cluster_sync();
 }
 
 void prepare_partial_wgmma() {
-  CUDA_CHECK(cudaFuncSetAttribute(verify_partial_wgmma<false>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kWgmmaSmemBytes));
-  CUDA_CHECK(cudaFuncSetAttribute(verify_partial_wgmma<true>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, kWgmmaSmemBytes));
-}
-
-int max_active_wgmma_pairs() {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(2, 1, 1);
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = kWgmmaSmemBytes;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 2;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  config.attrs = attr;
-  config.numAttrs = 1;
-  int clusters = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, verify_partial_wgmma<true>, &config));
-  return clusters;
+  CUDA_CHECK(cudaFuncSetAttribute(verify_partial_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  kWgmmaSmemBytes));
 }
 
 void launch_partial_wgmma(const PartialArgs& args, CUstream_st* stream) {
   const VerifyParams& p = args.p;
-  const unsigned tiles = static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads));
-  const dim3 block(kThreads);
-  if (tiles == 1) {  // nothing to share: one CTA per (request, split)
-    dim3 grid(1, static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
-    verify_partial_wgmma<false><<<grid, block, kWgmmaSmemBytes, stream>>>(args);
-    CUDA_CHECK(cudaGetLastError());
-    return;
-  }
-  // Pairs of adjacent row tiles share each KV tile: clusters of 2 along x (x rounded up to even;
-  // the extra CTA of an odd count runs on zero rows for its partner and writes nothing).
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3((tiles + 1) & ~1u, static_cast<unsigned>(p.batch_size),
-                        static_cast<unsigned>(p.num_splits + 1));
-  config.blockDim = block;
-  config.dynamicSmemBytes = kWgmmaSmemBytes;
-  config.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 2;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  config.attrs = attr;
-  config.numAttrs = 1;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, verify_partial_wgmma<true>, args));
+  dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
+            static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
+  verify_partial_wgmma<<<grid, kThreads, kWgmmaSmemBytes, stream>>>(args);
+  CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace mlaverify::cuda::detail

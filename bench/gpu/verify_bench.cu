@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "cuda/cuda_check.h"
-#include "cuda/launch.h"
 #include "cuda/verify_kernel.h"
 #include "mlaverify/split_plan.h"
 #include "mlaverify/verify_params.h"
@@ -55,6 +54,81 @@ double copy_bandwidth_gbs() {
   CUDA_CHECK(cudaFree(a));
   CUDA_CHECK(cudaFree(b));
   return 2.0 * bytes / (median(ms) * 1e-3) / 1e9;
+}
+
+// L2 -> shared-memory gather ceiling: the partial kernels' KV load pattern alone. One CTA per SM
+// (a kernel-sized shared-memory request), kLoaders threads; 8 threads copy one 128-byte run of a
+// key row with 16-byte cp.async.cg, 9 runs per key (576 bf16), into the 128-byte-swizzled tile
+// layout; keys are random slots of a pool that fits in L2 (as every row tile after the first
+// reads its request's KV there); kDepth 64-key tiles in flight. Bytes landed per second.
+template <int kLoaders, int kDepth>
+__global__ void __launch_bounds__(kLoaders, 1)
+    gather_kernel(const __nv_bfloat16* pool, const int32_t* slots, int tiles) {
+  extern __shared__ __align__(1024) unsigned char ring[];
+  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+  const int u = threadIdx.x & 7, key0 = threadIdx.x >> 3;
+  constexpr int kKeysPerPass = kLoaders / 8;
+  for (int t = 0; t < tiles; ++t) {
+    const uint32_t buf = base + (t % kDepth) * 64 * 1152;
+    const int32_t* s = slots + (static_cast<int64_t>(blockIdx.x) * tiles + t) * 64;
+    for (int key = key0; key < 64; key += kKeysPerPass) {
+      const __nv_bfloat16* src = pool + static_cast<int64_t>(s[key]) * 576 + u * 8;
+      const uint32_t dst = buf + key * 128 + ((u ^ (key & 7)) * 16);
+#pragma unroll
+      for (int c = 0; c < 9; ++c)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst + c * 8192),
+                     "l"(src + c * 64));
+    }
+    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kDepth - 1));
+  }
+  asm volatile("cp.async.wait_group 0;\n" ::);
+}
+
+template <int kLoaders, int kDepth>
+double gather_gbs(int sms, const __nv_bfloat16* pool, const int32_t* slots, int tiles) {
+  const int smem = 227 * 1024;  // one CTA per SM, whatever the ring needs
+  static_assert(kDepth * 64 * 1152 <= 227 * 1024, "ring fits");
+  CUDA_CHECK(cudaFuncSetAttribute(gather_kernel<kLoaders, kDepth>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int i = 0; i < 7; ++i) {
+    CUDA_CHECK(cudaEventRecord(e0));
+    gather_kernel<kLoaders, kDepth><<<sms, kLoaders, smem>>>(pool, slots, tiles);
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaEventRecord(e1));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    float t;
+    CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    if (i >= 2) ms.push_back(t);
+  }
+  return double(sms) * tiles * 64 * 1152 / (median(ms) * 1e-3) / 1e9;
+}
+
+// The gather ceiling for a pool of 16,384 slots (18.9 MB, inside the 60 MB L2).
+void print_gather_ceilings(int sms) {
+  const int slots_n = 16384, tiles = 128;
+  __nv_bfloat16* pool;
+  CUDA_CHECK(cudaMalloc(&pool, size_t{slots_n} * 576 * 2));
+  CUDA_CHECK(cudaMemset(pool, 0, size_t{slots_n} * 576 * 2));
+  std::vector<int32_t> h(static_cast<size_t>(sms) * tiles * 64);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (auto& v : h) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    v = static_cast<int32_t>(x % slots_n);
+  }
+  int32_t* slots;
+  CUDA_CHECK(cudaMalloc(&slots, h.size() * 4));
+  CUDA_CHECK(cudaMemcpy(slots, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+  std::printf("gather ceiling (L2-resident pool, 1 CTA/SM, GB/s into smem): 128 threads depth 1/2/3 "
+              "%.0f / %.0f / %.0f, 256 threads depth 2 %.0f\n",
+              gather_gbs<128, 1>(sms, pool, slots, tiles), gather_gbs<128, 2>(sms, pool, slots, tiles),
+              gather_gbs<128, 3>(sms, pool, slots, tiles), gather_gbs<256, 2>(sms, pool, slots, tiles));
+  CUDA_CHECK(cudaFree(pool));
+  CUDA_CHECK(cudaFree(slots));
 }
 
 // Register-only mma.sync loop: 8 independent accumulator chains per warp, random non-zero bf16
@@ -304,11 +378,7 @@ int main(int argc, char** argv) {
   std::printf("device: %s, %d SMs, L2 %d MB, cc %d.%d, MLAV_CUDA_KERNEL=%s\n", prop.name, sms,
               prop.l2CacheSize >> 20, prop.major, prop.minor,
               kernel_env ? kernel_env : "(default)");
-  if (prop.major == 9 && prop.minor == 0) {
-    cuda::detail::prepare_partial_wgmma();
-    std::printf("wgmma kernel: %d 2-CTA clusters resident at once (%d SMs)\n",
-                cuda::detail::max_active_wgmma_pairs(), sms);
-  }
+
   if (!only.empty()) {
     for (const Workload& w : kWorkloads)
       if (only == w.name) {
@@ -324,6 +394,7 @@ int main(int argc, char** argv) {
       }
     return 0;
   }
+  print_gather_ceilings(sms);
   const double copy_gbs = copy_bandwidth_gbs();
   const double mma_tflops = mma_peak_tflops(sms);
   std::printf(
