@@ -30,8 +30,8 @@ constexpr int kTileBytes = kRowBlocks * kBlockBytes;   // 73,728: Q tile or one 
 constexpr int kOffQ = 0;
 constexpr int kOffKv = kTileBytes;                     // two KV tile buffers
 constexpr int kOffP = kOffKv + 2 * kTileBytes;         // [64 rows, 64 keys] bf16
-constexpr int kOffScale = kOffP + kBlockBytes;         // row rescale factors, fp32 [64]
-constexpr int kOffInvL = kOffScale + 64 * 4;           // 1 / l, fp32 [64]
+constexpr int kOffScale = kOffP + kBlockBytes;         // row rescale factors, fp32 [2][64]
+constexpr int kOffInvL = kOffScale + 2 * 64 * 4;       // 1 / l, fp32 [64]
 constexpr int kOffVis = kOffInvL + 64 * 4;             // draft visibility, uint64 [2][64]
 constexpr int kOffBar = kOffVis + 2 * 64 * 8;           // mbarriers: tile landed, [2]
 constexpr int kUsed = kOffBar + 2 * 8;
@@ -79,7 +79,9 @@ __device__ __forceinline__ void fence_proxy_async() {
 // never lets a warpgroup arrive twice at one barrier before the other side has synced it (PTX:
 // unpredictable otherwise): see the loops below. Tiles landing are signalled on mbarriers.
 constexpr int kBarKvEmpty = 3;  // 0 -> 1: warpgroup 0's PV is done with a KV buffer
-constexpr int kBarPFull = 4;    // 0 -> 1: P and the row factors of a tile are in smem
+constexpr int kBarPFull = 4;    // 0 <-> 1: P and the row factors of a tile are in smem (both
+                                // warpgroups bar.sync: warpgroup 1 is waiting there anyway, and
+                                // a two-sided barrier is what compute-sanitizer racecheck models)
 constexpr int kBarPEmpty = 5;   // 1 -> 0: warpgroup 1 is done reading P
 __device__ __forceinline__ void bar_sync(int id) {
   asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
@@ -380,11 +382,11 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
           asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(pk[i][hr]) : "memory");
         }
       if ((lane & 3) == 0) {
-        row_scale[r0] = scale[0];
-        row_scale[r0 + 8] = scale[1];
+        row_scale[(tile & 1) * kRows + r0] = scale[0];
+        row_scale[(tile & 1) * kRows + r0 + 8] = scale[1];
       }
       fence_proxy_async();  // P is read by wgmma next
-      bar_arrive(kBarPFull);
+      bar_sync(kBarPFull);
     };
 
     cp_async_wait<0>();  // this warpgroup's part of Q
@@ -427,8 +429,10 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
 #pragma unroll 1
     for (int tile = 0; tile < num_tiles; ++tile) {
       bar_sync(kBarPFull);
-      scale[0] = row_scale[r0];
-      scale[1] = row_scale[r0 + 8];
+      // Factors by tile parity: the next write to this half comes two tiles later, after the
+      // next P_FULL, which this warpgroup reaches only after these reads.
+      scale[0] = row_scale[(tile & 1) * kRows + r0];
+      scale[1] = row_scale[(tile & 1) * kRows + r0 + 8];
       issue_pv(tile);
       wgmma_wait<0>();
       fence_regs(o);

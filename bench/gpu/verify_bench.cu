@@ -22,6 +22,12 @@
 
 using namespace mlaverify;
 
+#ifdef MLAV_HAVE_WGMMA_PEAK
+namespace mlaverify::bench {
+void wgmma_ceilings(int sms, double* s_like, double* pv_like);  // wgmma_peak.cu (sm_90a)
+}
+#endif
+
 namespace {
 
 // ---- ceilings --------------------------------------------------------------------------------
@@ -395,6 +401,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   print_gather_ceilings(sms);
+#ifdef MLAV_HAVE_WGMMA_PEAK
+  if (prop.major == 9 && prop.minor == 0) {
+    double s_like = 0, pv_like = 0;
+    bench::wgmma_ceilings(sms, &s_like, &pv_like);
+    std::printf("wgmma ceilings (2 warpgroups/SM, operands in smem): m64n64k16 K-major %.0f TFLOP/s, "
+                "m64n256k16 N-major B %.0f TFLOP/s\n", s_like, pv_like);
+  }
+#endif
   const double copy_gbs = copy_bandwidth_gbs();
   const double mma_tflops = mma_peak_tflops(sms);
   std::printf(

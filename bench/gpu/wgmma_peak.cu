@@ -1,0 +1,110 @@
+// wgmma ceilings for verify_bench (sm_90a only): the two shapes the Hopper kernel issues, both
+// operands read from shared memory (128-byte swizzle), two warpgroups per CTA and one CTA per SM
+// like the kernel, so the rate includes the shared-memory operand traffic the kernel pays:
+//   S-like:  m64n64k16, A and B K-major (each instruction reads 2 KB + 2 KB)
+//   PV-like: m64n256k16, B N-major (2 KB + 8 KB)
+// Random bf16 operands in [1, 2) (zeros run faster on some parts).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "cuda/cuda_check.h"
+#include "cuda/wgmma_ops.cuh"
+
+namespace mlaverify::bench {
+namespace {
+
+using cuda::detail::wgmma_m64n256k16_ss;
+using cuda::detail::wgmma_m64n64k16_ss;
+
+__device__ __forceinline__ uint64_t desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
+         (static_cast<uint64_t>((lbo & 0x3FFFF) >> 4) << 16) |
+         (static_cast<uint64_t>((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+
+template <int kN>
+__global__ void __launch_bounds__(256, 1) wgmma_loop(float* sink, int iters, uint32_t seed) {
+  extern __shared__ __align__(1024) unsigned char sm[];
+  const uint32_t base = (static_cast<uint32_t>(__cvta_generic_to_shared(sm)) + 1023u) & ~1023u;
+  unsigned char* p = sm + (base - static_cast<uint32_t>(__cvta_generic_to_shared(sm)));
+  // A: 64 x 64 bf16 (8 KB), B: 256 x 64 or 64 x 256 bf16 (32 KB), per warpgroup.
+  constexpr int kBytes = 2 * (8192 + 32768);
+  uint32_t h = (blockIdx.x * 256 + threadIdx.x) * 2654435761u ^ seed;
+  for (int i = threadIdx.x; i < kBytes / 4; i += 256) {
+    h ^= h << 13, h ^= h >> 17, h ^= h << 5;
+    reinterpret_cast<uint32_t*>(p)[i] = 0x3f803f80u | (h & 0x007f007fu);
+  }
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  __syncthreads();
+  const int wg = __shfl_sync(0xffffffffu, threadIdx.x >> 7, 0);
+  const uint32_t a = base + wg * (8192 + 32768);
+  const uint32_t b = a + 8192;
+  float d[kN / 2];
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) d[i] = 0.f;
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint64_t da = desc(a + k * 32, 16, 1024);
+      if constexpr (kN == 64) {
+        wgmma_m64n64k16_ss(d, da, desc(b + k * 32, 16, 1024), 1);
+      } else {
+        wgmma_m64n256k16_ss(d, da, desc(b + k * 2048, 8192, 1024), 1);
+      }
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+  }
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) s += d[i];
+  if (s == 1234.5f) sink[0] = s;  // keeps the loop alive; never true for these operands
+}
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <int kN>
+double run(int sms) {
+  float* sink;
+  CUDA_CHECK(cudaMalloc(&sink, 4));
+  const int smem = 2 * (8192 + 32768) + 1024, iters = 2048;
+  CUDA_CHECK(cudaFuncSetAttribute(wgmma_loop<kN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  smem));
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int i = 0; i < 7; ++i) {
+    CUDA_CHECK(cudaEventRecord(e0));
+    wgmma_loop<kN><<<sms, 256, smem>>>(sink, iters, 777u + i);
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaEventRecord(e1));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    float t;
+    CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    if (i >= 2) ms.push_back(t);
+  }
+  CUDA_CHECK(cudaFree(sink));
+  const double flops = double(sms) * 2 /*warpgroups*/ * iters * 4 * (2.0 * 64 * kN * 16);
+  return flops / (median(ms) * 1e-3) / 1e12;
+}
+
+}  // namespace
+
+// TFLOP/s of the S-like and PV-like wgmma loops (see the file comment).
+void wgmma_ceilings(int sms, double* s_like, double* pv_like) {
+  *s_like = run<64>(sms);
+  *pv_like = run<256>(sms);
+}
+
+}  // namespace mlaverify::bench
