@@ -33,8 +33,8 @@ constexpr int kOffP = kOffKv + 2 * kTileBytes;         // [64 rows, 64 keys] bf1
 constexpr int kOffScale = kOffP + kBlockBytes;         // row rescale factors, fp32 [2][64]
 constexpr int kOffInvL = kOffScale + 2 * 64 * 4;       // 1 / l, fp32 [64]
 constexpr int kOffVis = kOffInvL + 64 * 4;             // draft visibility, uint64 [2][64]
-constexpr int kOffBar = kOffVis + 2 * 64 * 8;           // mbarriers: tile landed, [2]
-constexpr int kUsed = kOffBar + 2 * 8;
+constexpr int kOffBar = kOffVis + 2 * 64 * 8;  // mbarriers: tile landed [2], empty [2], P read
+constexpr int kUsed = kOffBar + 5 * 8;
 static_assert(kUsed + 1024 == kWgmmaSmemBytes, "verify_kernel.h: kWgmmaSmemBytes");
 static_assert(kRowDim == 576 && kLatentDim == 512, "9 column blocks, V = the 8 latent ones");
 
@@ -74,20 +74,15 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
-// Named barriers between the two warpgroups (0 is __syncthreads). Each is a one-way signal:
-// one warpgroup arrives (does not wait), the other syncs; 256 threads complete it. The protocol
-// never lets a warpgroup arrive twice at one barrier before the other side has synced it (PTX:
-// unpredictable otherwise): see the loops below. Tiles landing are signalled on mbarriers.
-constexpr int kBarKvEmpty = 3;  // 0 -> 1: warpgroup 0's PV is done with a KV buffer
-constexpr int kBarPFull = 4;    // 0 <-> 1: P and the row factors of a tile are in smem (both
-                                // warpgroups bar.sync: warpgroup 1 is waiting there anyway, and
-                                // a two-sided barrier is what compute-sanitizer racecheck models)
-constexpr int kBarPEmpty = 5;   // 1 -> 0: warpgroup 1 is done reading P
+// Named barriers between the two warpgroups (0 is __syncthreads), each a bar.sync by both
+// (256 threads): compute-sanitizer racecheck does not model one-sided bar.arrive handshakes
+// (bench/gpu/racecheck_probe). One-way signals where a wait would cost time are mbarriers: a
+// tile has landed (the loader never waits for its own copies), a buffer may be refilled
+// (warpgroup 0 does not wait for warpgroup 1's PV), and P may be overwritten (warpgroup 1 does
+// not wait for warpgroup 0's softmax). They guard only memory that wgmma or cp.async touch.
+constexpr int kBarPFull = 4;    // P and the row factors of a tile are in smem
 __device__ __forceinline__ void bar_sync(int id) {
   asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
-}
-__device__ __forceinline__ void bar_arrive(int id) {
-  asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory");
 }
 // mbarrier "tile landed" signal: each loader thread arrives once itself (releasing its own
 // stores, the draft visibility words) and once more through cp.async.mbarrier.arrive.noinc,
@@ -95,6 +90,9 @@ __device__ __forceinline__ void bar_arrive(int id) {
 // blocks on its own copies; warpgroup 0 waits on the barrier's phase instead.
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive_on_copies(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
@@ -168,11 +166,6 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
   const int frag_col = (lane & 3) * 2;    // accumulator columns 8 i + frag_col, + 1
   const int r0 = wq * 16 + frag_row;
 
-  if (tid == 0) {  // 128 loader threads x (own arrival + copies-done arrival)
-    mbar_init(base + kOffBar, 2 * 128);
-    mbar_init(base + kOffBar + 8, 2 * 128);
-  }
-  __syncthreads();
 
   // ---- Q tile: 64 rows x 72 units of 16 bytes, rows past the request zero-filled ----
   {
@@ -212,7 +205,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
   // Issues the whole of tile `tile` into buffer tile & 1; past key_end the rows are zero-filled
   // (src-size 0), so stale keys never meet a probability.
   const uint32_t ld_dst = ld_key * 128 + ((ld_u ^ (ld_key & 7)) * 16);  // (+16 kk) & 7 same
-  const uint32_t bar_full = base + kOffBar;  // + 8 (tile & 1)
+  const uint32_t bar_full = base + kOffBar;        // + 8 (tile & 1)
+  const uint32_t bar_empty = base + kOffBar + 16;  // + 8 (tile & 1)
+  const uint32_t bar_p_read = base + kOffBar + 32;
   auto issue_tile = [&](int tile) {
     const uint32_t buf = kv_s + (tile & 1) * kTileBytes;
 #pragma unroll
@@ -262,6 +257,21 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
     bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
     if (part == 0) vis_s[(tile & 1) * kRows + r] = bits;
   };
+
+  // Barriers, and the draft visibility of tiles 0 and 1, before anything waits on them (later
+  // tiles' words are ordered by the P_FULL barriers: see the loops).
+  if (tid == 0) {
+    mbar_init(bar_full, 2 * 128);  // 128 loader threads x (own arrival + copies-done arrival)
+    mbar_init(bar_full + 8, 2 * 128);
+    mbar_init(bar_empty, 128);  // warpgroup 0's threads, once its PV of the tile is done
+    mbar_init(bar_empty + 8, 128);
+    mbar_init(bar_p_read, 128);  // warpgroup 1's threads, once their PV of a tile is done
+  }
+  if (wg == 1 && is_draft) {
+#pragma unroll 1
+    for (int t = 0; t < 2 && t < num_tiles; ++t) decode_vis(t);
+  }
+  __syncthreads();
 
   float o[128];  // this warpgroup's 64 rows x 256 columns: o[4 i + f], column block i (n8)
 #pragma unroll
@@ -372,7 +382,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
         l_run[hr] = l_run[hr] * scale[hr] + part_sum[hr];
         m_run[hr] = m_new[hr];
       }
-      if (tile > 0) bar_sync(kBarPEmpty);  // warpgroup 1 finished reading P of tile j - 1
+      // Warpgroup 1 finished reading P of tile j - 1 (that barrier's (j - 1)-th phase).
+      if (tile > 0) mbar_wait(bar_p_read, (tile - 1) & 1);
 #pragma unroll
       for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -410,7 +421,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
         wgmma_wait<0>();
       }
       fence_regs(o);
-      if (tile + 2 < num_tiles) bar_arrive(kBarKvEmpty);  // done with tile j's buffer
+      if (tile + 2 < num_tiles) mbar_arrive(bar_empty + (tile & 1) * 8);  // done with its buffer
       if (more) {
         wgmma_wait<0>();
         fence_regs(s);
@@ -420,12 +431,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
   } else {
     // ================= warpgroup 1: the gather; its half of PV =================
     // It never waits for its own copies: each tile's landing is tracked on the mbarrier.
-    if (is_draft) decode_vis(0);
     issue_tile(0);
-    if (num_tiles > 1) {
-      if (is_draft) decode_vis(1);
-      issue_tile(1);
-    }
+    if (num_tiles > 1) issue_tile(1);
 #pragma unroll 1
     for (int tile = 0; tile < num_tiles; ++tile) {
       bar_sync(kBarPFull);
@@ -436,9 +443,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
       issue_pv(tile);
       wgmma_wait<0>();
       fence_regs(o);
-      if (tile + 1 < num_tiles) bar_arrive(kBarPEmpty);
+      if (tile + 1 < num_tiles) mbar_arrive(bar_p_read);
       if (tile + 2 < num_tiles) {
-        bar_sync(kBarKvEmpty);  // warpgroup 0 is done with this buffer too
+        mbar_wait(bar_empty + (tile & 1) * 8, (tile >> 1) & 1);  // warpgroup 0 is done with it too
         if (is_draft) decode_vis(tile + 2);
         issue_tile(tile + 2);
       }
