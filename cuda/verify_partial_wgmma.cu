@@ -33,8 +33,9 @@ constexpr int kOffP = kOffKv + 2 * kTileBytes;         // [64 rows, 64 keys] bf1
 constexpr int kOffScale = kOffP + kBlockBytes;         // row rescale factors, fp32 [2][64]
 constexpr int kOffInvL = kOffScale + 2 * 64 * 4;       // 1 / l, fp32 [64]
 constexpr int kOffVis = kOffInvL + 64 * 4;             // draft visibility, uint64 [2][64]
-constexpr int kOffBar = kOffVis + 2 * 64 * 8;  // mbarriers: tile landed [2], empty [2], P read
-constexpr int kUsed = kOffBar + 5 * 8;
+// mbarriers: tile landed [2], buffer empty [2], P read, P written
+constexpr int kOffBar = kOffVis + 2 * 64 * 8;
+constexpr int kUsed = kOffBar + 6 * 8;
 static_assert(kUsed + 1024 == kWgmmaSmemBytes, "verify_kernel.h: kWgmmaSmemBytes");
 static_assert(kRowDim == 576 && kLatentDim == 512, "9 column blocks, V = the 8 latent ones");
 
@@ -208,6 +209,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
   const uint32_t bar_full = base + kOffBar;        // + 8 (tile & 1)
   const uint32_t bar_empty = base + kOffBar + 16;  // + 8 (tile & 1)
   const uint32_t bar_p_read = base + kOffBar + 32;
+  const uint32_t bar_p_full = base + kOffBar + 40;
   auto issue_tile = [&](int tile) {
     const uint32_t buf = kv_s + (tile & 1) * kTileBytes;
 #pragma unroll
@@ -266,6 +268,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
     mbar_init(bar_empty, 128);  // warpgroup 0's threads, once its PV of the tile is done
     mbar_init(bar_empty + 8, 128);
     mbar_init(bar_p_read, 128);  // warpgroup 1's threads, once their PV of a tile is done
+    mbar_init(bar_p_full, 128);  // warpgroup 0's threads, once P of a tile is written
   }
   if (wg == 1 && is_draft) {
 #pragma unroll 1
@@ -397,7 +400,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
         row_scale[(tile & 1) * kRows + r0 + 8] = scale[1];
       }
       fence_proxy_async();  // P is read by wgmma next
-      bar_sync(kBarPFull);
+      mbar_arrive(bar_p_full);
     };
 
     cp_async_wait<0>();  // this warpgroup's part of Q
@@ -435,7 +438,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
     if (num_tiles > 1) issue_tile(1);
 #pragma unroll 1
     for (int tile = 0; tile < num_tiles; ++tile) {
-      bar_sync(kBarPFull);
+      mbar_wait(bar_p_full, tile & 1);
       // Factors by tile parity: the next write to this half comes two tiles later, after the
       // next P_FULL, which this warpgroup reaches only after these reads.
       scale[0] = row_scale[(tile & 1) * kRows + r0];
