@@ -142,6 +142,22 @@ __device__ __forceinline__ bool mask_bit(const VerifyParams& p, int32_t req, con
   return false;
 }
 
+// Row r's softmax totals at the end of a partial (split_plan.h numerics 3): 1 / l to row_inv_l
+// (0 for a row that saw nothing) and lse = ln 2 * (m2 + log2 l), the natural log of the partial's
+// normalizer from the log2-unit running max m2, to the workspace (-inf for an empty row).
+__device__ __forceinline__ void store_row_totals(const PartialArgs& args, int64_t partial,
+                                                 const RequestExtent& e, int64_t row0,
+                                                 int64_t valid_rows, int r, float l, float m2,
+                                                 float* row_inv_l) {
+  const int32_t H = args.p.num_heads;
+  const bool empty = l == 0.f;
+  row_inv_l[r] = empty ? 0.f : 1.f / l;
+  const int64_t row = row0 + r;
+  if (row < valid_rows)
+    args.ws_lse[partial * args.p.max_total_q * H + (e.q_begin + row / H) * H + row % H] =
+        empty ? -INFINITY : 0.6931471805599453f * (m2 + log2f(l));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Partial kernel. grid = (row tiles, batch_size, num_splits + 1); z == num_splits is the draft.
 // ---------------------------------------------------------------------------------------------
@@ -510,18 +526,11 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const int64_t partial = split;
   const int64_t rows_total = p.max_total_q * H;
   // The S layout owns l and m: lse from there, 1 / l to the PV layout through smem.
+  if (half == 0 && (lane & 3) == 0) {
 #pragma unroll
-  for (int hr = 0; hr < 2; ++hr) {
-    const int r = rg * 16 + frag_row + 8 * hr;
-    const bool empty = l_run[hr] == 0.f;
-    if (half == 0 && (lane & 3) == 0) {
-      row_inv_l[r] = empty ? 0.f : 1.f / l_run[hr];
-      const int64_t row = row0 + r;
-      // lse = ln 2 * (m2 + log2 l): natural log, as split_plan.h numerics 3 reports it.
-      if (row < valid_rows)
-        args.ws_lse[partial * rows_total + (e.q_begin + row / H) * H + row % H] =
-            empty ? -INFINITY : 0.6931471805599453f * (m_run[hr] + log2f(l_run[hr]));
-    }
+    for (int hr = 0; hr < 2; ++hr)
+      store_row_totals(args, partial, e, row0, valid_rows, rg * 16 + frag_row + 8 * hr, l_run[hr],
+                       m_run[hr], row_inv_l);
   }
   __syncthreads();
 #pragma unroll

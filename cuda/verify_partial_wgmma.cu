@@ -5,13 +5,14 @@
 //
 // Block: 64 (node, head) rows x one split (or the draft block), 256 threads = 2 warpgroups.
 // Shared memory holds the Q tile and two whole 64-key KV tiles (Hopper allows 227 KB; sm_120's
-// 99 KB does not, which is why this is a separate kernel). Per 64-key tile:
-//   all threads      wait for tile j, fence it to the async proxy, barrier, then start the
-//                    gather of tile j + 1 into the other buffer (one tile of prefetch);
-//   warpgroup 0      S = Q K^T (36 x m64n64k16), online softmax in registers (each warp owns
-//                    16 whole rows: no cross-warp reduction), P as bf16 to shared memory;
-//   barrier;
-//   warpgroup w      O[:, 256 w .. 256 w + 255] = O * scale + P V (4 x m64n256k16, V N-major).
+// 99 KB does not, which is why this is a separate kernel). Per 64-key tile j:
+//   warpgroup 0   O[:, 0..255] = O * scale + P(j) V(j) and S(j+1) = Q K(j+1)^T (36 x m64n64k16)
+//                 issued back to back; when PV(j) retires it releases buffer j; when S(j+1)
+//                 retires, the online softmax in registers (each warp owns 16 whole rows: no
+//                 cross-warp reduction) writes P(j+1) as bf16 and the row factors;
+//   warpgroup 1   O[:, 256..511] = O * scale + P(j) V(j) (4 x m64n256k16, V N-major), then the
+//                 cp.async gather of tile j+2 into the released buffer.
+// The handshakes are mbarriers (see below); cuda/NOTES.md v8..v12 has the measurements.
 // Every operand sits in shared memory in the 128-byte swizzle layout: 64-column blocks of
 // 64 rows x 128 bytes, 16-byte unit u of row r stored at unit u ^ (r & 7) (the same XOR the
 // mma.sync kernel uses for ldmatrix). K-major operands (Q, K, P): SBO = 1024 bytes between
@@ -75,20 +76,16 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
-// Named barriers between the two warpgroups (0 is __syncthreads), each a bar.sync by both
-// (256 threads): compute-sanitizer racecheck does not model one-sided bar.arrive handshakes
-// (bench/gpu/racecheck_probe). One-way signals where a wait would cost time are mbarriers: a
-// tile has landed (the loader never waits for its own copies), a buffer may be refilled
-// (warpgroup 0 does not wait for warpgroup 1's PV), and P may be overwritten (warpgroup 1 does
-// not wait for warpgroup 0's softmax). They guard only memory that wgmma or cp.async touch.
-constexpr int kBarPFull = 4;    // P and the row factors of a tile are in smem
-__device__ __forceinline__ void bar_sync(int id) {
-  asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
-}
-// mbarrier "tile landed" signal: each loader thread arrives once itself (releasing its own
-// stores, the draft visibility words) and once more through cp.async.mbarrier.arrive.noinc,
-// which fires when all of that thread's earlier cp.async have completed. So the loader never
-// blocks on its own copies; warpgroup 0 waits on the barrier's phase instead.
+// The warpgroups hand work to each other only through mbarriers (arrive; try_wait.parity), one
+// per one-way signal: a tile has landed (the loader never waits for its own copies), a buffer may
+// be refilled (warpgroup 0 does not wait for warpgroup 1's PV), P and the row factors of a tile
+// are written, P has been read. Neither side blocks on the other's progress, and
+// compute-sanitizer racecheck models mbarriers (it does not model one-sided bar.arrive
+// handshakes: bench/gpu/racecheck_probe). Each barrier's phases alternate strictly between the
+// two sides, so a parity wait can never see a phase two ahead.
+// "Tile landed": each loader thread arrives once itself and once more through
+// cp.async.mbarrier.arrive.noinc, which fires when all of that thread's earlier cp.async have
+// completed.
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
@@ -260,8 +257,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
     if (part == 0) vis_s[(tile & 1) * kRows + r] = bits;
   };
 
-  // Barriers, and the draft visibility of tiles 0 and 1, before anything waits on them (later
-  // tiles' words are ordered by the P_FULL barriers: see the loops).
+  // Barriers, and the draft visibility of tiles 0 and 1, before anything waits on them. A later
+  // tile's words are written after the "P written" wait of the tile two before (whose softmax
+  // last read that half) and published by the "tile landed" arrivals.
   if (tid == 0) {
     mbar_init(bar_full, 2 * 128);  // 128 loader threads x (own arrival + copies-done arrival)
     mbar_init(bar_full + 8, 2 * 128);
@@ -439,8 +437,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
 #pragma unroll 1
     for (int tile = 0; tile < num_tiles; ++tile) {
       mbar_wait(bar_p_full, tile & 1);
-      // Factors by tile parity: the next write to this half comes two tiles later, after the
-      // next P_FULL, which this warpgroup reaches only after these reads.
+      // Factors by tile parity: the next write to this half (tile j + 2) waits for this
+      // warpgroup's "P read" of tile j + 1, which comes after these reads.
       scale[0] = row_scale[(tile & 1) * kRows + r0];
       scale[1] = row_scale[(tile & 1) * kRows + r0 + 8];
       issue_pv(tile);
@@ -460,15 +458,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
   const int64_t rows_total = p.max_total_q * H;
   if (wg == 0 && (lane & 3) == 0) {
 #pragma unroll
-    for (int hr = 0; hr < 2; ++hr) {
-      const int r = r0 + 8 * hr;
-      const bool empty = l_run[hr] == 0.f;
-      row_inv_l[r] = empty ? 0.f : 1.f / l_run[hr];
-      const int64_t row = row0 + r;
-      if (row < valid_rows)
-        args.ws_lse[partial * rows_total + (e.q_begin + row / H) * H + row % H] =
-            empty ? -INFINITY : 0.6931471805599453f * (m_run[hr] + log2f(l_run[hr]));
-    }
+    for (int hr = 0; hr < 2; ++hr)
+      store_row_totals(args, partial, e, row0, valid_rows, r0 + 8 * hr, l_run[hr], m_run[hr],
+                       row_inv_l);
   }
   __syncthreads();
 #pragma unroll

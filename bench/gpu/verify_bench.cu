@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu/timing.h"
 #include "cuda/cuda_check.h"
 #include "cuda/verify_kernel.h"
 #include "mlaverify/split_plan.h"
@@ -32,10 +33,7 @@ namespace {
 
 // ---- ceilings --------------------------------------------------------------------------------
 
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median_ms;
 
 // Device-to-device copy of a buffer far larger than L2; bytes counted read + written.
 double copy_bandwidth_gbs() {
@@ -44,22 +42,12 @@ double copy_bandwidth_gbs() {
   CUDA_CHECK(cudaMalloc(&a, bytes));
   CUDA_CHECK(cudaMalloc(&b, bytes));
   CUDA_CHECK(cudaMemset(a, 0x3c, bytes));
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<float> ms;
-  for (int i = 0; i < 12; ++i) {
-    CUDA_CHECK(cudaEventRecord(e0));
+  const float ms = median_ms(2, 10, [&](int) {
     CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice));
-    CUDA_CHECK(cudaEventRecord(e1));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float t;
-    CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-    if (i >= 2) ms.push_back(t);  // two warm-ups
-  }
+  });
   CUDA_CHECK(cudaFree(a));
   CUDA_CHECK(cudaFree(b));
-  return 2.0 * bytes / (median(ms) * 1e-3) / 1e9;
+  return 2.0 * bytes / (ms * 1e-3) / 1e9;
 }
 
 // L2 -> shared-memory gather ceiling: the partial kernels' KV load pattern alone. One CTA per SM
@@ -97,21 +85,11 @@ double gather_gbs(int sms, const __nv_bfloat16* pool, const int32_t* slots, int 
   static_assert(kDepth * 64 * 1152 <= 227 * 1024, "ring fits");
   CUDA_CHECK(cudaFuncSetAttribute(gather_kernel<kLoaders, kDepth>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<float> ms;
-  for (int i = 0; i < 7; ++i) {
-    CUDA_CHECK(cudaEventRecord(e0));
+  const float ms = median_ms(2, 5, [&](int) {
     gather_kernel<kLoaders, kDepth><<<sms, kLoaders, smem>>>(pool, slots, tiles);
     CUDA_CHECK(cudaGetLastError());
-    CUDA_CHECK(cudaEventRecord(e1));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float t;
-    CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-    if (i >= 2) ms.push_back(t);
-  }
-  return double(sms) * tiles * 64 * 1152 / (median(ms) * 1e-3) / 1e9;
+  });
+  return double(sms) * tiles * 64 * 1152 / (ms * 1e-3) / 1e9;
 }
 
 // The gather ceiling for a pool of 16,384 slots (18.9 MB, inside the 60 MB L2).
@@ -166,23 +144,13 @@ double mma_peak_tflops(int sms) {
   float* sink;
   CUDA_CHECK(cudaMalloc(&sink, 4));
   const int blocks = sms * 4, threads = 256, iters = 4096;
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<float> ms;
-  for (int i = 0; i < 7; ++i) {
-    CUDA_CHECK(cudaEventRecord(e0));
+  const float ms = median_ms(2, 5, [&](int i) {
     mma_peak_kernel<<<blocks, threads>>>(sink, iters, 12345u + i);
     CUDA_CHECK(cudaGetLastError());
-    CUDA_CHECK(cudaEventRecord(e1));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float t;
-    CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-    if (i >= 2) ms.push_back(t);
-  }
+  });
   CUDA_CHECK(cudaFree(sink));
   const double flops = double(blocks) * (threads / 32) * iters * 8 * (2.0 * 16 * 8 * 16);
-  return flops / (median(ms) * 1e-3) / 1e12;
+  return flops / (ms * 1e-3) / 1e12;
 }
 
 // ---- workloads -------------------------------------------------------------------------------
@@ -330,19 +298,7 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   for (int r = 0; r < R; ++r) kernels[r].run();
   CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<float> ms;
-  for (int i = 0; i < 23; ++i) {
-    CUDA_CHECK(cudaEventRecord(e0, stream));
-    CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    CUDA_CHECK(cudaEventRecord(e1, stream));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float t;
-    CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-    if (i >= 3) ms.push_back(t);
-  }
+  const float ms = median_ms(3, 20, [&](int) { CUDA_CHECK(cudaGraphLaunch(exec, stream)); }, stream);
   // A NaN or Inf in the output would mean the timed code is not the tested code path.
   std::vector<uint16_t> probe(std::min<int64_t>(T * H * kLatentDim, 4096));
   CUDA_CHECK(cudaMemcpy(probe.data(), o, probe.size() * 2, cudaMemcpyDeviceToHost));
@@ -363,7 +319,7 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   *flops_out = 2.0 * (kRowDim + kLatentDim) * H * D * double(bs) * (P + D);
   *io_bytes_out = *kv_bytes_out + double(T) * H * (kRowDim * 2 + kLatentDim * 2 + 4);
   (void)sms;
-  return median(ms) * 1e3 / R;  // microseconds per verify call
+  return ms * 1e3 / R;  // microseconds per verify call
 }
 
 }  // namespace

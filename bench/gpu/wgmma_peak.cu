@@ -7,11 +7,10 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <vector>
 
+#include "bench/gpu/timing.h"
 #include "cuda/cuda_check.h"
 #include "cuda/wgmma_ops.cuh"
 
@@ -68,11 +67,6 @@ __global__ void __launch_bounds__(256, 1) wgmma_loop(float* sink, int iters, uin
   if (s == 1234.5f) sink[0] = s;  // keeps the loop alive; never true for these operands
 }
 
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 template <int kN>
 double run(int sms) {
   float* sink;
@@ -80,23 +74,13 @@ double run(int sms) {
   const int smem = 2 * (8192 + 32768) + 1024, iters = 2048;
   CUDA_CHECK(cudaFuncSetAttribute(wgmma_loop<kN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   smem));
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<float> ms;
-  for (int i = 0; i < 7; ++i) {
-    CUDA_CHECK(cudaEventRecord(e0));
+  const float ms = median_ms(2, 5, [&](int i) {
     wgmma_loop<kN><<<sms, 256, smem>>>(sink, iters, 777u + i);
     CUDA_CHECK(cudaGetLastError());
-    CUDA_CHECK(cudaEventRecord(e1));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float t;
-    CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-    if (i >= 2) ms.push_back(t);
-  }
+  });
   CUDA_CHECK(cudaFree(sink));
   const double flops = double(sms) * 2 /*warpgroups*/ * iters * 4 * (2.0 * 64 * kN * 16);
-  return flops / (median(ms) * 1e-3) / 1e12;
+  return flops / (ms * 1e-3) / 1e12;
 }
 
 }  // namespace
