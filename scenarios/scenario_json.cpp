@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "mlaverify/error.h"
 #include "scenarios/scenario.h"
@@ -53,6 +55,67 @@ int64_t too_deep_at(std::string_view text) {
   }
   return -1;
 }
+
+// Duplicate keys: nlohmann keeps the last, so a file that says "prefix_len" twice would load as
+// whichever came last without a word. The parser callback tracks every open object's keys and
+// the path to it, and rejects a repeated key naming that path (as the field checks do).
+class DuplicateKeyGuard {
+ public:
+  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        count_element();
+        frames_.push_back(Frame{false, 0, {}, {}});
+        break;
+      case json::parse_event_t::array_start:
+        count_element();
+        frames_.push_back(Frame{true, 0, {}, {}});
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        break;
+      case json::parse_event_t::key: {
+        Frame& f = frames_.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second) {
+          throw InvalidInput(path(), -1,
+                             "duplicate key (a field may appear once; the file would otherwise "
+                             "mean whichever copy a parser keeps)");
+        }
+        break;
+      }
+      case json::parse_event_t::value:
+        count_element();
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool is_array;
+    int64_t count;  // elements seen so far (arrays)
+    std::set<std::string> keys;
+    std::string key;  // the current key (objects)
+  };
+  void count_element() {
+    if (!frames_.empty() && frames_.back().is_array) ++frames_.back().count;
+  }
+  // "case.requests[1].prefix_len": the path of the current key, as the field checks name it.
+  std::string path() const {
+    std::string out;
+    for (const Frame& f : frames_) {
+      if (f.is_array) {
+        out += "[" + std::to_string(f.count - 1) + "]";
+      } else if (!f.key.empty()) {
+        out += (out.empty() ? "" : ".") + f.key;
+      }
+    }
+    return out;
+  }
+  std::vector<Frame> frames_;
+};
 
 const char* type_name(const json& j) { return j.type_name(); }
 
@@ -228,7 +291,7 @@ Scenario parse_scenario(std::string_view text) {
   }
   json doc;
   try {
-    doc = json::parse(text.begin(), text.end());
+    doc = json::parse(text.begin(), text.end(), DuplicateKeyGuard{});
   } catch (const json::parse_error& e) {
     // nlohmann's byte count is 1-based (the last character read); the index we report is the
     // 0-based offset where parsing stopped, so "" fails at 0 and a truncated file at its length.

@@ -142,6 +142,16 @@ TEST(Scenario, TopLevelFields) {
   expect_rejected(sample_with("\"note\": \"hand-made\"", "\"colour\": 1"), "colour", -1);
 }
 
+TEST(Scenario, DuplicateKeysRejectedWithTheirPath) {
+  // nlohmann alone would keep the last copy; a scenario must say each field once.
+  expect_rejected(sample_with("\"version\": 1", "\"version\": 1, \"version\": 1"), "version", -1);
+  expect_rejected(sample_with("\"prefix_len\": 0", "\"prefix_len\": 0, \"prefix_len\": 3"),
+                  "case.requests[1].prefix_len", -1);
+  expect_rejected(replace_value("num_heads", "16, \"num_heads\": 8"), "case.num_heads", -1);
+  // The same key in two different objects is not a duplicate.
+  EXPECT_NO_THROW(parse_scenario(to_json(sample())));
+}
+
 TEST(Scenario, RequestFields) {
   expect_rejected(replace_value("requests", "3"), "case.requests", -1);
   expect_rejected(replace_value("requests", "[]"), "case.requests", -1);
