@@ -52,33 +52,25 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  // The Hopper variants (wgmma, 6-stage mma.sync) are compiled for sm_90 only; every other
-  // device runs the sm_120-sized mma.sync kernel. MLAV_CUDA_KERNEL picks another variant on
-  // Hopper so tests and the benchmark can compare them; read here, once per initialize, never
-  // per launch.
-  variant_ = Variant::Mma2;
 #ifdef MLAV_HAVE_SM90_VARIANT
-  if (major == 9 && minor == 0) {
-    variant_ = Variant::Wgmma;
-    const char* kernel = std::getenv("MLAV_CUDA_KERNEL");
-    const char* stages = std::getenv("MLAV_CUDA_STAGES");
-    const std::string want = kernel ? kernel : (stages && std::string(stages) == "2") ? "mma2" : "";
-    if (want == "mma6") variant_ = Variant::Mma6;
-    if (want == "mma2") variant_ = Variant::Mma2;
-  }
+  constexpr bool kHopperCompiled = true;
+#else
+  constexpr bool kHopperCompiled = false;
 #endif
-  const int need = variant_ == Variant::Wgmma  ? kWgmmaSmemBytes
-                   : variant_ == Variant::Mma6 ? partial_smem_bytes(kStagesSm90, kColsSm90)
-                                               : partial_smem_bytes(kStagesSm120, kColsSm120);
+  // Read once per initialize, never per launch.
+  variant_ = choose_variant(std::getenv("MLAV_CUDA_KERNEL"), major, minor, kHopperCompiled);
+  const int need = variant_ == KernelVariant::Wgmma  ? kWgmmaSmemBytes
+                   : variant_ == KernelVariant::Mma6 ? partial_smem_bytes(kStagesSm90, kColsSm90)
+                                                     : partial_smem_bytes(kStagesSm120, kColsSm120);
   if (optin < need)
     throw Unsupported("cuda verify kernel: device allows " + std::to_string(optin) +
                       " bytes of shared memory per block, the " + variant_name() +
                       " kernel needs " + std::to_string(need));
 #ifdef MLAV_HAVE_SM90_VARIANT
-  if (variant_ == Variant::Wgmma) detail::prepare_partial_wgmma();
-  if (variant_ == Variant::Mma6) detail::prepare_partial_stages6();
+  if (variant_ == KernelVariant::Wgmma) detail::prepare_partial_wgmma();
+  if (variant_ == KernelVariant::Mma6) detail::prepare_partial_stages6();
 #endif
-  if (variant_ == Variant::Mma2) detail::prepare_partial_stages2();
+  if (variant_ == KernelVariant::Mma2) detail::prepare_partial_stages2();
   params_ = p;
   workspace_ = workspace;
   stream_ = stream;
@@ -94,20 +86,37 @@ void VerifyKernel::run() {
   args.ws_lse =
       args.ws_o + static_cast<size_t>(num_partials(params_.num_splits)) * rows * kLatentDim;
 #ifdef MLAV_HAVE_SM90_VARIANT
-  if (variant_ == Variant::Wgmma) detail::launch_partial_wgmma(args, stream_);
-  if (variant_ == Variant::Mma6) detail::launch_partial_stages6(args, stream_);
+  if (variant_ == KernelVariant::Wgmma) detail::launch_partial_wgmma(args, stream_);
+  if (variant_ == KernelVariant::Mma6) detail::launch_partial_stages6(args, stream_);
 #endif
-  if (variant_ == Variant::Mma2) detail::launch_partial_stages2(args, stream_);
+  if (variant_ == KernelVariant::Mma2) detail::launch_partial_stages2(args, stream_);
   detail::launch_merge(args, stream_);
 }
 
-const char* VerifyKernel::variant_name() const {
-  switch (variant_) {
-    case Variant::Wgmma: return "wgmma";
-    case Variant::Mma6: return "mma.sync x6";
-    case Variant::Mma2: return "mma.sync x2";
+const char* variant_name(KernelVariant v) {
+  switch (v) {
+    case KernelVariant::Wgmma: return "wgmma";
+    case KernelVariant::Mma6: return "mma.sync x6";
+    case KernelVariant::Mma2: return "mma.sync x2";
   }
   return "?";
+}
+
+KernelVariant choose_variant(const char* requested, int major, int minor, bool hopper_compiled) {
+  const bool hopper = major == 9 && minor == 0 && hopper_compiled;
+  const std::string want = requested ? requested : "";
+  if (want.empty()) return hopper ? KernelVariant::Wgmma : KernelVariant::Mma2;
+  if (want == "mma2") return KernelVariant::Mma2;
+  if (want != "wgmma" && want != "mma6")
+    throw InvalidInput("MLAV_CUDA_KERNEL", -1,
+                       "\"" + want + "\" is not a kernel: expected wgmma, mma6 or mma2");
+  if (!hopper)
+    throw Unsupported("MLAV_CUDA_KERNEL=" + want + " needs an sm_90 device and a build for it (" +
+                      (hopper_compiled ? "this device is sm_" + std::to_string(major * 10 + minor)
+                                       : std::string("not compiled: CMAKE_CUDA_ARCHITECTURES "
+                                                     "lacks 90")) +
+                      ")");
+  return want == "wgmma" ? KernelVariant::Wgmma : KernelVariant::Mma6;
 }
 
 }  // namespace mlaverify::cuda

@@ -33,7 +33,8 @@ inline constexpr int kStagesSm90 = 6;
 inline constexpr int kColsSm90 = 64;
 inline constexpr int kSm120SmemLimit = 101376;
 // The sm_90a wgmma kernel (cuda/verify_partial_wgmma.cu): Q tile, two whole 64-key KV tiles,
-// P, two tiles' row factors and draft visibility, 6 mbarriers (231,216 bytes), plus 1,024 to align the base to 1024.
+// P, two tiles' row factors and draft visibility, 6 mbarriers (231,216 bytes), plus 1,024 to
+// align the base to 1024.
 inline constexpr int kWgmmaSmemBytes = 232240;
 inline constexpr int kHopperSmemLimit = 232448;
 static_assert(kWgmmaSmemBytes <= kHopperSmemLimit, "Hopper budget");
@@ -57,6 +58,16 @@ inline int64_t row_tiles(int32_t max_draft, int32_t num_heads) {
 int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_draft,
                            int64_t typical_prefix_len, int sm_count);
 
+// The partial kernels: mma.sync with 2 stages (the sm_120-sized one, every device), mma.sync with
+// 6 stages and wgmma (Hopper only, compiled where CMAKE_CUDA_ARCHITECTURES holds 90).
+enum class KernelVariant { Mma2, Mma6, Wgmma };
+const char* variant_name(KernelVariant v);
+// The variant VerifyKernel runs on a device of compute capability major.minor: wgmma on Hopper,
+// mma2 elsewhere. `requested` is MLAV_CUDA_KERNEL (null or "" for the default; "wgmma", "mma6"
+// or "mma2" to compare them): an unknown value is InvalidInput naming MLAV_CUDA_KERNEL, a
+// variant this device or build cannot run is Unsupported; neither is ever silently replaced.
+KernelVariant choose_variant(const char* requested, int major, int minor, bool hopper_compiled);
+
 // One verify launch over DEVICE pointers. Lifecycle: can_implement -> workspace_bytes ->
 // initialize (once, outside capture) -> run (any number of times, capturable in a CUDA graph).
 // Every size that varies per step is read on the device from the metadata buffers; run() does no
@@ -75,17 +86,14 @@ class VerifyKernel {
   void initialize(const VerifyParams& p, void* workspace, CUstream_st* stream);
   // Enqueues the partial kernel and the merge kernel on the stream.
   void run();
-  // Which partial kernel initialize() chose: "wgmma" (sm_90a), "mma.sync x6" (Hopper smem) or
-  // "mma.sync x2" (sm_120-sized). MLAV_CUDA_KERNEL=wgmma|mma6|mma2 overrides the choice where
-  // the device can run it (MLAV_CUDA_STAGES=2 is the older spelling of mma2).
-  const char* variant_name() const;
+  // The partial kernel initialize() chose (choose_variant with MLAV_CUDA_KERNEL).
+  const char* variant_name() const { return cuda::variant_name(variant_); }
 
  private:
   VerifyParams params_{};
   void* workspace_ = nullptr;
   CUstream_st* stream_ = nullptr;
-  enum class Variant { Mma2, Mma6, Wgmma };
-  Variant variant_ = Variant::Mma2;
+  KernelVariant variant_ = KernelVariant::Mma2;
   bool initialized_ = false;
 };
 

@@ -13,6 +13,7 @@
 #include "mlaverify/split_plan.h"
 #include "model/batch.h"
 #include "model/validate.h"
+#include "tests/support/expect_invalid.h"
 #include "tests/cuda/test_util.h"
 
 namespace mlaverify::cuda::testing {
@@ -297,6 +298,33 @@ TEST(CudaSupport, BackendNamesTheMissingDevice) {
   EXPECT_FALSE(sf);
   EXPECT_NE(sf.reason.find(dev ? "bf16" : "no CUDA device"), std::string::npos) << sf.reason;
   EXPECT_THROW(gpu.run(fb.params()), Unsupported);
+}
+
+TEST(CudaSupport, KernelVariantChoiceNeverSubstitutes) {
+  // Defaults: wgmma on Hopper when the build has it, the sm_120-sized mma.sync kernel elsewhere.
+  EXPECT_EQ(choose_variant(nullptr, 9, 0, true), KernelVariant::Wgmma);
+  EXPECT_EQ(choose_variant("", 9, 0, true), KernelVariant::Wgmma);
+  EXPECT_EQ(choose_variant(nullptr, 9, 0, false), KernelVariant::Mma2);
+  EXPECT_EQ(choose_variant(nullptr, 12, 0, true), KernelVariant::Mma2);
+  EXPECT_EQ(choose_variant(nullptr, 8, 9, true), KernelVariant::Mma2);
+  // MLAV_CUDA_KERNEL picks any variant the device and build can run.
+  EXPECT_EQ(choose_variant("wgmma", 9, 0, true), KernelVariant::Wgmma);
+  EXPECT_EQ(choose_variant("mma6", 9, 0, true), KernelVariant::Mma6);
+  EXPECT_EQ(choose_variant("mma2", 9, 0, true), KernelVariant::Mma2);
+  EXPECT_EQ(choose_variant("mma2", 12, 0, true), KernelVariant::Mma2);
+  // An unknown name is named back; a variant this device or build cannot run is refused with
+  // the reason. Neither falls back to another kernel without a word.
+  mlaverify::testing::expect_invalid([] { choose_variant("mma4", 9, 0, true); },
+                                     "MLAV_CUDA_KERNEL", -1, "expected wgmma, mma6 or mma2");
+  mlaverify::testing::expect_invalid([] { choose_variant("WGMMA", 9, 0, true); },
+                                     "MLAV_CUDA_KERNEL", -1);
+  EXPECT_THROW(choose_variant("wgmma", 12, 0, true), Unsupported);
+  EXPECT_THROW(choose_variant("mma6", 9, 0, false), Unsupported);
+  try {
+    choose_variant("wgmma", 12, 0, true);
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("sm_120"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CudaSupport, SuggestedSplitsFillTheMachine) {
