@@ -79,10 +79,10 @@ __device__ __forceinline__ void fence_proxy_async() {
 // The warpgroups hand work to each other only through mbarriers (arrive; try_wait.parity), one
 // per one-way signal: a tile has landed (the loader never waits for its own copies), a buffer may
 // be refilled (warpgroup 0 does not wait for warpgroup 1's PV), P and the row factors of a tile
-// are written, P has been read. Neither side blocks on the other's progress, and
-// compute-sanitizer racecheck models mbarriers (it does not model one-sided bar.arrive
-// handshakes: bench/gpu/racecheck_probe). Each barrier's phases alternate strictly between the
-// two sides, so a parity wait can never see a phase two ahead.
+// are written, P has been read. A warpgroup waits only for data it needs, never at a
+// rendezvous, and compute-sanitizer racecheck models mbarriers (it does not model one-sided
+// bar.arrive handshakes: bench/gpu/racecheck_probe). Each barrier's phases alternate strictly
+// between the two sides, so a parity wait can never see a phase two ahead.
 // "Tile landed": each loader thread arrives once itself and once more through
 // cp.async.mbarrier.arrive.noinc, which fires when all of that thread's earlier cp.async have
 // completed.
