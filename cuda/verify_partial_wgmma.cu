@@ -40,42 +40,6 @@ constexpr int kUsed = kOffBar + 6 * 8;
 static_assert(kUsed + 1024 == kWgmmaSmemBytes, "verify_kernel.h: kWgmmaSmemBytes");
 static_assert(kRowDim == 576 && kLatentDim == 512, "9 column blocks, V = the 8 latent ones");
 
-// Matrix descriptor, 128-byte swizzle (PTX ISA, "Matrix Descriptor Format"): start address,
-// leading and stride byte offsets, each >> 4 in 14 bits; base offset 0 (every block starts on a
-// 1024-byte boundary, and the 32-byte k-step offsets stay inside the first 128-byte row).
-// Kept as two 32-bit halves: a step moves only the start address, in the low half.
-struct Desc {
-  uint32_t lo, hi;
-};
-__device__ __forceinline__ Desc sw128_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return {((addr & 0x3FFFF) >> 4) | (((lbo & 0x3FFFF) >> 4) << 16),
-          ((sbo & 0x3FFFF) >> 4) | (1u << 30)};
-}
-// The descriptor `byte_offset` further on. The low half passes through an empty asm first, so
-// the compiler cannot hoist dozens of loop-invariant 64-bit descriptors into registers (it did,
-// and spilled).
-__device__ __forceinline__ uint64_t desc_at(Desc d, uint32_t byte_offset) {
-  uint32_t lo = d.lo;
-  asm volatile("" : "+r"(lo));
-  uint64_t out;
-  asm("mov.b64 %0, {%1, %2};" : "=l"(out) : "r"(lo + (byte_offset >> 4)), "r"(d.hi));
-  return out;
-}
-__device__ __forceinline__ void wgmma_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// Generic-proxy shared-memory writes (cp.async, st.shared) made visible to the async proxy that
-// wgmma reads through; each writing thread fences, then a barrier orders it before the reads.
-__device__ __forceinline__ void fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
 // The warpgroups hand work to each other only through mbarriers (arrive; try_wait.parity), one
 // per one-way signal: a tile has landed (the loader never waits for its own copies), a buffer may
 // be refilled (warpgroup 0 does not wait for warpgroup 1's PV), P and the row factors of a tile
@@ -94,7 +58,7 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 }
 __device__ __forceinline__ void mbar_arrive_on_copies(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+  mbar_arrive(bar);
 }
 // Waits until the phase with parity `parity` of the barrier has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {

@@ -17,13 +17,13 @@
 namespace mlaverify::bench {
 namespace {
 
-using cuda::detail::wgmma_m64n256k16_ss;
-using cuda::detail::wgmma_m64n64k16_ss;
+using namespace cuda::detail;  // the kernel's descriptors, fences and wgmma wrappers
 
+// The 64-bit form of sw128_desc, computed whole (as measured; the kernel's desc_at adds its
+// anti-hoisting barrier, which a loop of constant addresses does not need).
 __device__ __forceinline__ uint64_t desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
-         (static_cast<uint64_t>((lbo & 0x3FFFF) >> 4) << 16) |
-         (static_cast<uint64_t>((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+  const Desc d = sw128_desc(addr, lbo, sbo);
+  return (static_cast<uint64_t>(d.hi) << 32) | d.lo;
 }
 
 template <int kN>
@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(256, 1) wgmma_loop(float* sink, int iters, uin
     h ^= h << 13, h ^= h >> 17, h ^= h << 5;
     reinterpret_cast<uint32_t*>(p)[i] = 0x3f803f80u | (h & 0x007f007fu);
   }
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  fence_proxy_async();
   __syncthreads();
   const int wg = __shfl_sync(0xffffffffu, threadIdx.x >> 7, 0);
   const uint32_t a = base + wg * (8192 + 32768);
@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(256, 1) wgmma_loop(float* sink, int iters, uin
   float d[kN / 2];
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) d[i] = 0.f;
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+  wgmma_fence();
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -57,10 +57,10 @@ __global__ void __launch_bounds__(256, 1) wgmma_loop(float* sink, int iters, uin
         wgmma_m64n256k16_ss(d, da, desc(b + k * 2048, 8192, 1024), 1);
       }
     }
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    wgmma_commit();
+    wgmma_wait<1>();
   }
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  wgmma_wait<0>();
   float s = 0.f;
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) s += d[i];
