@@ -8,8 +8,12 @@ Run: python3 cuda/tools/gen_wgmma_ops.py > cuda/wgmma_ops.cuh
 
 SHAPES = [  # (N, trans_b): S = Q K^T (K-major B) and O += P V (V is N-major: trans_b = 1)
     (64, 0),
+    (128, 1),
+    (192, 1),
     (256, 1),
 ]
+
+RS_SHAPES = [64]  # S = Q K^T with Q held in registers
 
 
 def wrapper(n, trans_b):
@@ -31,6 +35,31 @@ __device__ __forceinline__ void wgmma_m64n{n}k16_ss(float (&d)[{regs}], uint64_t
       "}}\\n"
       : {outs}
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}}
+"""
+
+
+def wrapper_rs(n):
+    regs = n // 2
+    d = ", ".join(f"%{i}" for i in range(regs))
+    a = ", ".join(f"%{regs + i}" for i in range(4))
+    b, s = regs + 4, regs + 5
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    ins = ", ".join(f'"r"(a[{i}])' for i in range(4))
+    return f"""
+// D (+)= A B, m64n{n}k16, A bf16 in registers (each warp of the warpgroup holds 16 rows in the
+// mma.m16n8k16 A-fragment layout), B bf16 in shared memory (K-major), D fp32 in registers.
+__device__ __forceinline__ void wgmma_m64n{n}k16_rs(float (&d)[{regs}], const uint32_t (&a)[4],
+                                                  uint64_t desc_b, int scale_d) {{
+  asm volatile(
+      "{{\\n"
+      ".reg .pred p;\\n"
+      "setp.ne.b32 p, %{s}, 0;\\n"
+      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 "
+      "{{{d}}}, {{{a}}}, %{b}, p, 1, 1, 0;\\n"
+      "}}\\n"
+      : {outs}
+      : {ins}, "l"(desc_b), "r"(scale_d));
 }}
 """
 
@@ -85,5 +114,7 @@ __device__ __forceinline__ void fence_proxy_async() {
 print(PREAMBLE)
 for n, t in SHAPES:
     print(wrapper(n, t), end="")
+for n in RS_SHAPES:
+    print(wrapper_rs(n), end="")
 print("""
 }  // namespace mlaverify::cuda::detail""")
