@@ -38,9 +38,9 @@ constexpr int kOffQRope = kOffKv + kBufs * kTileBytes; // Q's rope block [64 row
 constexpr int kOffScale = kOffQRope + kBlockBytes;     // row rescale factors, fp32 [3][64]
 constexpr int kOffInvL = kOffScale + kBufs * 64 * 4;   // 1 / l, fp32 [64]
 constexpr int kOffVis = kOffInvL + 64 * 4;             // draft visibility, uint64 [3][64]
-// mbarriers: tile landed [3], P written [3], buffer empty [3]
+// mbarriers: tile landed [3], P written [3], buffer empty [3], S done [3]
 constexpr int kOffBar = kOffVis + kBufs * 64 * 8;
-constexpr int kUsed = kOffBar + 3 * kBufs * 8;
+constexpr int kUsed = kOffBar + 4 * kBufs * 8;
 static_assert(kUsed == kWgmmaSmemBytes, "verify_kernel.h: kWgmmaSmemBytes");
 static_assert(kRowDim == 576 && kLatentDim == 512, "9 column blocks, V = the 8 latent ones");
 // O's columns: warpgroup 0 (which also holds Q in registers) accumulates the first kCols0,
@@ -88,6 +88,14 @@ __device__ __forceinline__ void sync_all_warpgroups() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(kWgThreads) : "memory");
 }
 
+// Stores four 8x8 bf16 matrices: lanes 8 m .. 8 m + 7 give the row addresses of matrix m,
+// register m of each lane holds its two elements of matrix m (row lane / 4, columns 2 (lane % 4)).
+__device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 // Pins an accumulator after wgmma.wait_group: later reads cannot be hoisted above the wait,
 // since to the compiler the register is redefined here.
 template <int N>
@@ -132,6 +140,9 @@ __device__ __forceinline__ uint32_t bar_p_full(int b) {
 }
 __device__ __forceinline__ uint32_t bar_empty(int b) {
   return smem_base() + kOffBar + 8 * (2 * kBufs + b);
+}
+__device__ __forceinline__ uint32_t bar_s_done(int b) {
+  return smem_base() + kOffBar + 8 * (3 * kBufs + b);
 }
 __device__ __forceinline__ float* row_scale(int b) {
   return reinterpret_cast<float*>(smem_wgmma + kOffScale) + b * kRows;
@@ -267,19 +278,21 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     }
     wgmma_wait<0>();
     fence_regs(s);
+    if (tile > 0) mbar_arrive(bar_s_done(b));  // warpgroup 1 may now queue PV(tile - 1)
 
     // Online softmax of the tile (split_plan.h numerics 2, scores in log2 units as in v4).
     // Keys past the range (last tile only) and, in the draft block, keys the tree hides get
     // -inf: probability exactly 0.
-    const int key_limit = tile + 1 < num_tiles ? kKvTile : last_keys;
     const float scale_log2 = p.sm_scale * 1.4426950408889634f;
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < 32; ++i) s[i] *= scale_log2;
+    if (tile + 1 == num_tiles && last_keys < kKvTile) {
 #pragma unroll
-      for (int f = 0; f < 4; ++f) {
-        const int k = i * 8 + frag_col + (f & 1);
-        s[i * 4 + f] = k < key_limit ? s[i * 4 + f] * scale_log2 : -INFINITY;
-      }
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int f = 0; f < 4; ++f)
+          if (i * 8 + frag_col + (f & 1) >= last_keys) s[i * 4 + f] = -INFINITY;
+    }
     if (is_draft) {
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
@@ -306,25 +319,32 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
       // discards an empty previous state; -inf - -inf never occurs.
       scale[hr] = m_new[hr] == -INFINITY ? 1.f : exp2f(m_run[hr] - m_new[hr]);
     }
-    // P as bf16 into the tile's rope block (S has retired: nothing reads that block any more).
+    // P as bf16 into the tile's rope block (S has retired: nothing reads that block any more),
+    // two 8-key column blocks per stmatrix.x4: lane l gives the address of row (l & 7) of
+    // matrix l >> 3 = (rows + 8 (m & 1), key block 2 j + (m >> 1)); each register holds the
+    // thread's accumulator pair of one matrix, the layout stmatrix stores.
+    // Masked keys (-inf) get probability exactly 0: exp2(-inf - m) = 0 for finite m, and a row
+    // with nothing visible yet subtracts 0 instead of m = -inf. l sums the unrounded fp32
+    // values; the tensor cores get them rounded to bf16 (round to nearest even).
+    const float m_use[2] = {m_new[0] == -INFINITY ? 0.f : m_new[0],
+                            m_new[1] == -INFINITY ? 0.f : m_new[1]};
     const uint32_t p_s = buf + 8 * kBlockBytes;
+    const int st_row = wq * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 4; ++j) {
+      uint32_t pk[4];
 #pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const float t0 = s[i * 4 + 2 * hr], t1 = s[i * 4 + 2 * hr + 1];
-        // Masked keys: probability exactly 0. l sums the unrounded fp32 values; the tensor
-        // cores get them rounded to bf16 (round to nearest even).
-        const float p0 = t0 == -INFINITY ? 0.f : exp2f(t0 - m_new[hr]);
-        const float p1 = t1 == -INFINITY ? 0.f : exp2f(t1 - m_new[hr]);
+      for (int m = 0; m < 4; ++m) {
+        const int i = 2 * j + (m >> 1), hr = m & 1;
+        const float p0 = exp2f(s[i * 4 + 2 * hr] - m_use[hr]);
+        const float p1 = exp2f(s[i * 4 + 2 * hr + 1] - m_use[hr]);
         part_sum[hr] += p0 + p1;
         const __nv_bfloat162 v = __floats2bfloat162_rn(p0, p1);
-        const int r = r0 + 8 * hr;
-        const uint32_t at = p_s + r * 128 + ((i ^ (r & 7)) * 16) + frag_col * 2;
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at),
-                     "r"(*reinterpret_cast<const uint32_t*>(&v))
-                     : "memory");
+        pk[m] = *reinterpret_cast<const uint32_t*>(&v);
       }
+      const int blk = 2 * j + (lane >> 4);
+      stmatrix_x4(p_s + st_row * 128 + ((blk ^ (st_row & 7)) * 16), pk);
+    }
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       part_sum[hr] += __shfl_xor_sync(0xffffffffu, part_sum[hr], 1);
@@ -459,6 +479,9 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
     const int b = tile % kBufs;
     const uint32_t phase = (tile / kBufs) & 1;
     mbar_wait(bar_p_full(b), phase);
+    // Queue this PV behind S of the next tile, so it runs on the tensor cores while warpgroup 0
+    // does that tile's softmax (issued now, it would delay S instead).
+    if (tile + 1 < num_tiles) mbar_wait(bar_s_done((tile + 1) % kBufs), ((tile + 1) / kBufs) & 1);
     const float scale0 = row_scale(b)[r0], scale1 = row_scale(b)[r0 + 8];
     rescale_rows(oa, scale0, scale1);
     rescale_rows(ob, scale0, scale1);
@@ -504,6 +527,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) verify_partial_wgmma(const Part
       mbar_init(bar_full(b), 2 * 128);  // 128 loader threads x (own + copies-done arrival)
       mbar_init(bar_p_full(b), 128);    // warpgroup 0's threads, once P of a tile is written
       mbar_init(bar_empty(b), 256);     // both warpgroups, once their PV of the tile is done
+      mbar_init(bar_s_done(b), 128);    // warpgroup 0's threads, once S of the tile retired
     }
   }
 
