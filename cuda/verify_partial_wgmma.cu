@@ -278,7 +278,10 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     }
     wgmma_wait<0>();
     fence_regs(s);
-    if (tile > 0) mbar_arrive(bar_s_done(b));  // warpgroup 1 may now queue PV(tile - 1)
+    // Warpgroup 1 may now queue PV(tile - 1). Every tile arrives, tile 0 too, so the phases of
+    // each buffer's barrier stay one per use of the buffer (a skipped arrival would let this
+    // warpgroup, up to two tiles ahead, complete a phase twice before the wait).
+    mbar_arrive(bar_s_done(b));
 
     // Online softmax of the tile (split_plan.h numerics 2, scores in log2 units as in v4).
     // Keys past the range (last tile only) and, in the draft block, keys the tree hides get
