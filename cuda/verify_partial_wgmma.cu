@@ -25,6 +25,10 @@
 #include "cuda/verify_kernel.cuh"
 #include "cuda/wgmma_ops.cuh"
 
+#ifndef MLAV_SPLIT_S
+#define MLAV_SPLIT_S 1
+#endif
+
 namespace mlaverify::cuda::detail {
 namespace {
 
@@ -247,6 +251,9 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
 #pragma unroll
   for (int i = 0; i < kCols0 / 2; ++i) o[i] = 0.f;
   float s[32];
+#if MLAV_SPLIT_S
+  float sa[16], sb[16];
+#endif
 #pragma unroll 1
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int b = tile % kBufs;
@@ -258,6 +265,25 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     // issued right behind the previous tile's PV.
     const Desc desc_k = sw128_desc(buf, 16, 1024);
     wgmma_fence();
+#if MLAV_SPLIT_S
+    // Two independent accumulator chains (keys 0..31, 32..63), interleaved: a chain of 36
+    // dependent m64n64k16 on one accumulator cannot keep the tensor cores busy.
+#pragma unroll
+    for (int c = 0; c < 8; ++c)
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        wgmma_m64n32k16_rs(sa, qf[4 * c + ks], desc_at(desc_k, c * kBlockBytes + ks * 32),
+                           (c | ks) != 0);
+        wgmma_m64n32k16_rs(sb, qf[4 * c + ks],
+                           desc_at(desc_k, 32 * 128 + c * kBlockBytes + ks * 32), (c | ks) != 0);
+      }
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      const uint64_t dq = desc_at(sw128_desc(smem_base() + kOffQRope, 16, 1024), ks * 32);
+      wgmma_m64n32k16_ss(sa, dq, desc_at(desc_k, 8 * kBlockBytes + ks * 32), 1);
+      wgmma_m64n32k16_ss(sb, dq, desc_at(desc_k, 32 * 128 + 8 * kBlockBytes + ks * 32), 1);
+    }
+#else
 #pragma unroll
     for (int c = 0; c < 8; ++c)
 #pragma unroll
@@ -268,6 +294,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     for (int ks = 0; ks < 4; ++ks)
       wgmma_m64n64k16_ss(s, desc_at(sw128_desc(smem_base() + kOffQRope, 16, 1024), ks * 32),
                          desc_at(desc_k, 8 * kBlockBytes + ks * 32), 1);
+#endif
     wgmma_commit();
     if (tile > 0) {
       // The previous tile's PV (the older group) has retired: its buffer may be refilled once
@@ -277,7 +304,17 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
       if (tile - 1 + kBufs < num_tiles) mbar_arrive(bar_empty((tile - 1) % kBufs));
     }
     wgmma_wait<0>();
+#if MLAV_SPLIT_S
+    fence_regs(sa);
+    fence_regs(sb);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      s[i] = sa[i];
+      s[16 + i] = sb[i];
+    }
+#else
     fence_regs(s);
+#endif
     // Warpgroup 1 may now queue PV(tile - 1). Every tile arrives, tile 0 too, so the phases of
     // each buffer's barrier stay one per use of the buffer (a skipped arrival would let this
     // warpgroup, up to two tiles ahead, complete a phase twice before the wait).
@@ -285,10 +322,9 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
 
     // Online softmax of the tile (split_plan.h numerics 2, scores in log2 units as in v4).
     // Keys past the range (last tile only) and, in the draft block, keys the tree hides get
-    // -inf: probability exactly 0.
-    const float scale_log2 = p.sm_scale * 1.4426950408889634f;
-#pragma unroll
-    for (int i = 0; i < 32; ++i) s[i] *= scale_log2;
+    // -inf: probability exactly 0. Scores stay raw here; the log2-unit scale c = sm_scale log2(e) > 0 (checked on the host)
+    // is applied inside the exponent's FFMA. Rounding is monotonic, so fl(max s * c) is the max
+    // of fl(s c): the row max is the one the scaled scores would give.
     if (tile + 1 == num_tiles && last_keys < kKvTile) {
 #pragma unroll
       for (int i = 0; i < 8; ++i)
@@ -312,12 +348,13 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     for (int i = 0; i < 8; ++i)
 #pragma unroll
       for (int f = 0; f < 4; ++f) tile_max[f >> 1] = fmaxf(tile_max[f >> 1], s[i * 4 + f]);
+    const float scale_log2 = p.sm_scale * 1.4426950408889634f;
     float m_new[2], part_sum[2] = {0.f, 0.f}, scale[2];
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       tile_max[hr] = fmaxf(tile_max[hr], __shfl_xor_sync(0xffffffffu, tile_max[hr], 1));
       tile_max[hr] = fmaxf(tile_max[hr], __shfl_xor_sync(0xffffffffu, tile_max[hr], 2));
-      m_new[hr] = fmaxf(m_run[hr], tile_max[hr]);
+      m_new[hr] = fmaxf(m_run[hr], tile_max[hr] * scale_log2);
       // m_new == -inf: nothing visible yet, keep the (zero) state. Otherwise 2^(-inf - x) = 0
       // discards an empty previous state; -inf - -inf never occurs.
       scale[hr] = m_new[hr] == -INFINITY ? 1.f : exp2f(m_run[hr] - m_new[hr]);
@@ -339,8 +376,8 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
 #pragma unroll
       for (int m = 0; m < 4; ++m) {
         const int i = 2 * j + (m >> 1), hr = m & 1;
-        const float p0 = exp2f(s[i * 4 + 2 * hr] - m_use[hr]);
-        const float p1 = exp2f(s[i * 4 + 2 * hr + 1] - m_use[hr]);
+        const float p0 = exp2f(fmaf(s[i * 4 + 2 * hr], scale_log2, -m_use[hr]));
+        const float p1 = exp2f(fmaf(s[i * 4 + 2 * hr + 1], scale_log2, -m_use[hr]));
         part_sum[hr] += p0 + p1;
         const __nv_bfloat162 v = __floats2bfloat162_rn(p0, p1);
         pk[m] = *reinterpret_cast<const uint32_t*>(&v);
@@ -348,10 +385,10 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
       const int blk = 2 * j + (lane >> 4);
       stmatrix_x4(p_s + st_row * 128 + ((blk ^ (st_row & 7)) * 16), pk);
     }
+    // l stays a per-thread partial sum over this thread's 16 keys of each row (the four threads
+    // of a row share the scale, so their sums add up once, at the end).
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
-      part_sum[hr] += __shfl_xor_sync(0xffffffffu, part_sum[hr], 1);
-      part_sum[hr] += __shfl_xor_sync(0xffffffffu, part_sum[hr], 2);
       l_run[hr] = l_run[hr] * scale[hr] + part_sum[hr];
       m_run[hr] = m_new[hr];
     }
@@ -368,6 +405,11 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
   fence_regs(o);
 
   // Row totals of the partial (split_plan.h numerics 3): 1 / l for both warpgroups.
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    l_run[hr] += __shfl_xor_sync(0xffffffffu, l_run[hr], 1);
+    l_run[hr] += __shfl_xor_sync(0xffffffffu, l_run[hr], 2);
+  }
   if ((lane & 3) == 0) {
     const BlockWork w = block_work(p);
 #pragma unroll
@@ -480,25 +522,31 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
 #pragma unroll 1
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int b = tile % kBufs;
-    const uint32_t phase = (tile / kBufs) & 1;
-    mbar_wait(bar_p_full(b), phase);
+    mbar_wait(bar_p_full(b), (tile / kBufs) & 1);
+    wgmma_wait<0>();  // this warpgroup's PV of the previous tile
+    fence_regs(oa);
+    fence_regs(ob);
+    // Refill the previous tile's buffer with tile + 2 once warpgroup 0's PV of it has retired
+    // too (it arrives before its softmax of this tile, so this rarely waits). The copies are
+    // issued while the tensor cores run S of the next tile, two tiles ahead of their use.
+    if (tile >= 1 && tile + 2 < num_tiles) {
+      const int prev = (tile - 1) % kBufs;
+      mbar_arrive(bar_empty(prev));
+      mbar_wait(bar_empty(prev), ((tile - 1) / kBufs) & 1);
+      load_tile(tile + 2);
+    }
     // Queue this PV behind S of the next tile, so it runs on the tensor cores while warpgroup 0
-    // does that tile's softmax (issued now, it would delay S instead).
+    // does that tile's softmax (issued earlier, it would delay S instead).
     if (tile + 1 < num_tiles) mbar_wait(bar_s_done((tile + 1) % kBufs), ((tile + 1) / kBufs) & 1);
     const float scale0 = row_scale(b)[r0], scale1 = row_scale(b)[r0 + 8];
     rescale_rows(oa, scale0, scale1);
     rescale_rows(ob, scale0, scale1);
     issue_pv<kCols1, kCols0>(oa, b);
     issue_pv<kCols1, kCols0 + kCols1>(ob, b);
-    wgmma_wait<0>();
-    fence_regs(oa);
-    fence_regs(ob);
-    if (tile + kBufs < num_tiles) {
-      mbar_arrive(bar_empty(b));
-      mbar_wait(bar_empty(b), phase);  // warpgroup 0 is done with it too
-      load_tile(tile + kBufs);
-    }
   }
+  wgmma_wait<0>();
+  fence_regs(oa);
+  fence_regs(ob);
 
   // ---- the normalized partial (split_plan.h numerics 3): O / l ----
   sync_all_warpgroups();  // 1 / l written

@@ -26,6 +26,7 @@ using namespace mlaverify;
 #ifdef MLAV_HAVE_WGMMA_PEAK
 namespace mlaverify::bench {
 void wgmma_ceilings(int sms, double* s_like, double* pv_like);  // wgmma_peak.cu (sm_90a)
+void wgmma_one_warpgroup(int sms, double* s_ss, double* s_rs, double* pv);
 }
 #endif
 
@@ -363,6 +364,10 @@ int main(int argc, char** argv) {
     bench::wgmma_ceilings(sms, &s_like, &pv_like);
     std::printf("wgmma ceilings (2 warpgroups/SM, operands in smem): m64n64k16 K-major %.0f TFLOP/s, "
                 "m64n256k16 N-major B %.0f TFLOP/s\n", s_like, pv_like);
+    double s_ss = 0, s_rs = 0, pv1 = 0;
+    bench::wgmma_one_warpgroup(sms, &s_ss, &s_rs, &pv1);
+    std::printf("wgmma, 1 warpgroup/SM: m64n64k16 SS %.0f, RS (A in registers) %.0f, m64n256k16 "
+                "%.0f TFLOP/s\n", s_ss, s_rs, pv1);
   }
 #endif
   const double copy_gbs = copy_bandwidth_gbs();
