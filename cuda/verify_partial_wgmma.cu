@@ -25,10 +25,6 @@
 #include "cuda/verify_kernel.cuh"
 #include "cuda/wgmma_ops.cuh"
 
-#ifndef MLAV_SPLIT_S
-#define MLAV_SPLIT_S 1
-#endif
-
 namespace mlaverify::cuda::detail {
 namespace {
 
@@ -247,13 +243,11 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
 
   float m_run[2] = {-INFINITY, -INFINITY};  // rows r0, r0 + 8, in log2 units
   float l_run[2] = {0.f, 0.f};
+  float prev_scale[2] = {1.f, 1.f};  // the row factors of the tile whose P awaits this PV
   float o[kCols0 / 2];
 #pragma unroll
   for (int i = 0; i < kCols0 / 2; ++i) o[i] = 0.f;
   float s[32];
-#if MLAV_SPLIT_S
-  float sa[16], sb[16];
-#endif
 #pragma unroll 1
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int b = tile % kBufs;
@@ -265,25 +259,6 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     // issued right behind the previous tile's PV.
     const Desc desc_k = sw128_desc(buf, 16, 1024);
     wgmma_fence();
-#if MLAV_SPLIT_S
-    // Two independent accumulator chains (keys 0..31, 32..63), interleaved: a chain of 36
-    // dependent m64n64k16 on one accumulator cannot keep the tensor cores busy.
-#pragma unroll
-    for (int c = 0; c < 8; ++c)
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        wgmma_m64n32k16_rs(sa, qf[4 * c + ks], desc_at(desc_k, c * kBlockBytes + ks * 32),
-                           (c | ks) != 0);
-        wgmma_m64n32k16_rs(sb, qf[4 * c + ks],
-                           desc_at(desc_k, 32 * 128 + c * kBlockBytes + ks * 32), (c | ks) != 0);
-      }
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {
-      const uint64_t dq = desc_at(sw128_desc(smem_base() + kOffQRope, 16, 1024), ks * 32);
-      wgmma_m64n32k16_ss(sa, dq, desc_at(desc_k, 8 * kBlockBytes + ks * 32), 1);
-      wgmma_m64n32k16_ss(sb, dq, desc_at(desc_k, 32 * 128 + 8 * kBlockBytes + ks * 32), 1);
-    }
-#else
 #pragma unroll
     for (int c = 0; c < 8; ++c)
 #pragma unroll
@@ -294,31 +269,19 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     for (int ks = 0; ks < 4; ++ks)
       wgmma_m64n64k16_ss(s, desc_at(sw128_desc(smem_base() + kOffQRope, 16, 1024), ks * 32),
                          desc_at(desc_k, 8 * kBlockBytes + ks * 32), 1);
-#endif
     wgmma_commit();
-    if (tile > 0) {
-      // The previous tile's PV (the older group) has retired: its buffer may be refilled once
-      // warpgroup 1 is done with it too.
-      wgmma_wait<1>();
-      fence_regs(o);
-      if (tile - 1 + kBufs < num_tiles) mbar_arrive(bar_empty((tile - 1) % kBufs));
-    }
     wgmma_wait<0>();
-#if MLAV_SPLIT_S
-    fence_regs(sa);
-    fence_regs(sb);
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      s[i] = sa[i];
-      s[16 + i] = sb[i];
-    }
-#else
     fence_regs(s);
-#endif
-    // Warpgroup 1 may now queue PV(tile - 1). Every tile arrives, tile 0 too, so the phases of
-    // each buffer's barrier stay one per use of the buffer (a skipped arrival would let this
-    // warpgroup, up to two tiles ahead, complete a phase twice before the wait).
+    // Warpgroup 1 may now queue its PV of the previous tile. Every tile arrives, tile 0 too, so
+    // the phases of each buffer's barrier stay one per use of the buffer (a skipped arrival
+    // would let this warpgroup, up to two tiles ahead, complete a phase twice before the wait).
     mbar_arrive(bar_s_done(b));
+    // This warpgroup's PV of the previous tile, queued behind S as well: both PV halves run on
+    // the tensor cores under the softmax below.
+    if (tile > 0) {
+      rescale_rows(o, prev_scale[0], prev_scale[1]);
+      issue_pv<kCols0, 0>(o, (tile - 1) % kBufs);
+    }
 
     // Online softmax of the tile (split_plan.h numerics 2, scores in log2 units as in v4).
     // Keys past the range (last tile only) and, in the draft block, keys the tree hides get
@@ -398,9 +361,17 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     }
     fence_proxy_async();  // P is read by wgmma next
     mbar_arrive(bar_p_full(b));
-    rescale_rows(o, scale[0], scale[1]);
-    issue_pv<kCols0, 0>(o, b);
+    prev_scale[0] = scale[0];
+    prev_scale[1] = scale[1];
+    // The previous tile's PV has retired (unconditional wait: with none in flight it returns at
+    // once, and ptxas serializes wgmma when it cannot match a conditional wait to the issue):
+    // its buffer may be refilled once warpgroup 1 is done with it too.
+    wgmma_wait<0>();
+    fence_regs(o);
+    if (tile > 0 && tile + 2 < num_tiles) mbar_arrive(bar_empty((tile - 1) % kBufs));
   }
+  rescale_rows(o, prev_scale[0], prev_scale[1]);
+  issue_pv<kCols0, 0>(o, (num_tiles - 1) % kBufs);
   wgmma_wait<0>();
   fence_regs(o);
 
