@@ -459,40 +459,32 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
   // Draft visibility of tile `tile`, one 64-bit word per row into vis_words(tile % 3), two
   // threads per row, 32 keys each; written before this thread's "landed" arrival for the tile,
   // which publishes it. Draft blocks only (key_begin = 0 there).
-  // kBatch keys at a time: their mask reads are independent and go out together (mask_bit
-  // bounds-checks every read, so keys past the end are read safely and dropped). The prologue
-  // (tiles 0..2, no accumulator live yet) reads 16 at once; the main loop, where O holds 192
-  // registers, one (larger batches there, or 32 in the prologue, spill).
-  auto decode_vis = [&]<int kBatch>(int tile) {
+  auto decode_vis = [&](int tile) {
     const BlockWork w = block_work(p);
     const int r = lt >> 1, part = lt & 1;
     const int64_t row = w.row0 + r;
     uint64_t bits = 0;
     if (row < w.valid_rows) {
       const int32_t t = static_cast<int32_t>(row / p.num_heads);
-#pragma unroll 1
-      for (int k0 = 0; k0 < 32; k0 += kBatch) {
-#pragma unroll
-        for (int k = k0; k < k0 + kBatch; ++k) {
-          const int key_local = part * 32 + k;
-          const int key = tile * kKvTile + key_local;
-          const bool on = key < w.n_keys & mask_bit(p, blockIdx.y, w.e, t, key);
-          bits |= static_cast<uint64_t>(on) << key_local;
-        }
+#pragma unroll 4
+      for (int k = 0; k < 32; ++k) {
+        const int key_local = part * 32 + k;
+        const int key = tile * kKvTile + key_local;
+        if (key < w.n_keys && mask_bit(p, blockIdx.y, w.e, t, key)) bits |= 1ull << key_local;
       }
     }
     bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
     if (part == 0) vis_words(tile % kBufs)[r] = bits;
   };
-  auto load_tile = [&]<int kBatch>(int tile) {
-    if (is_draft) decode_vis.template operator()<kBatch>(tile);
+  auto load_tile = [&](int tile) {
+    if (is_draft) decode_vis(tile);
     issue_tile(tile);
   };
 
-  load_tile.template operator()<16>(0);
-  if (num_tiles > 1) load_tile.template operator()<16>(1);
+  load_tile(0);
+  if (num_tiles > 1) load_tile(1);
   sync_all_warpgroups();  // warpgroup 0 has Q in registers: buffer 2 is free
-  if (num_tiles > 2) load_tile.template operator()<16>(2);
+  if (num_tiles > 2) load_tile(2);
 
   // 64 rows x 2 kCols1 columns, oa then ob: o[4 i + f], column block i (n8)
   float oa[kCols1 / 2], ob[kCols1 / 2];
@@ -512,7 +504,7 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
       const int prev = (tile - 1) % kBufs;
       mbar_arrive(bar_empty(prev));
       mbar_wait(bar_empty(prev), ((tile - 1) / kBufs) & 1);
-      load_tile.template operator()<1>(tile + 2);
+      load_tile(tile + 2);
     }
     // Queue this PV behind S of the next tile, so it runs on the tensor cores while warpgroup 0
     // does that tile's softmax (issued earlier, it would delay S instead).
