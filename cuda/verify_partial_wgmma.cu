@@ -2,20 +2,22 @@
 // mma.sync kernel in verify_kernel.cuh, with the products on wgmma (cuda/NOTES.md v8: the
 // mma.sync kernel is bound by its ldmatrix traffic, which wgmma does not have).
 //
-// Block: 64 (node, head) rows x one split (or the draft block), 384 threads = 3 warpgroups,
-// registers shared out with setmaxnreg (200 / 152 / 152 per thread):
-//   warpgroup 0   holds the Q tile's 512 latent columns in registers (A operand of wgmma RS,
-//                 128 registers; the 64 rope columns stay in shared memory) and per tile j
-//                 computes S(j) = Q K(j)^T (32 RS + 4 SS m64n64k16), the online softmax in
-//                 registers (each warp owns 16 whole rows), and writes P(j) as bf16 into the
-//                 rope block of tile j's own buffer, which S(j) no longer needs;
-//   warpgroups 1, 2  each own half of O (256 columns: O = O * scale + P(j) V(j), 4 x m64n256k16,
-//                 V N-major) and gather half of every tile's keys with cp.async.
-// Shared memory holds three whole 64-key KV tiles (216 KB): the gather of tile j+3 starts as
-// soon as PV(j) retires, two tiles ahead of its S, and PV(j) runs on the tensor cores under
-// S(j+1) and the softmax of j+1. Q is re-read from shared memory only for its rope block, so a
-// tile costs 72 KB of operand reads fewer than with Q in shared memory (v12). The handshakes
-// are mbarriers (see below); cuda/NOTES.md v8..v13 has the measurements.
+// Block: 64 (node, head) rows x one split (or the draft block), 256 threads = 2 warpgroups.
+// Shared memory holds three whole 64-key KV tiles and Q's rope block (the latent part of Q
+// lives in registers), so nothing is re-read per tile but the KV tile itself. Per tile j:
+//   warpgroup 0   S(j) = Q K(j)^T: the 512 latent columns of Q as the register A operand (wgmma
+//                 RS, loaded once, 128 registers), the 64 rope columns from smem (32 RS + 4 SS
+//                 m64n64k16); then its PV of tile j-1 (O columns 0..127, m64n128k16) queued
+//                 behind S; then the online softmax of j in registers (each warp owns 16 whole
+//                 rows), P(j) as bf16 into the rope block of tile j's own buffer, which S(j) no
+//                 longer needs;
+//   warpgroup 1   the cp.async gather of tile j+1 into the buffer tile j-2 used, issued while
+//                 S(j) runs, two tiles ahead of its use; then, once S(j) has retired, its PV of
+//                 tile j-1 (O columns 128..511, 2 x m64n192k16).
+// Both PV halves thus run on the tensor cores under the softmax of the next tile. The
+// handshakes are mbarriers (see below); cuda/NOTES.md v8..v13 has the measurements, and why
+// this split of O (Q and a 128-column O slice in one warpgroup, 255 registers; three
+// warpgroups with setmaxnreg do not fit the register file).
 // Every operand sits in shared memory in the 128-byte swizzle layout: 64-column blocks of
 // 64 rows x 128 bytes, 16-byte unit u of row r stored at unit u ^ (r & 7) (the same XOR the
 // mma.sync kernel uses for ldmatrix). K-major operands (Q rope, K, P): SBO = 1024 bytes between
@@ -50,14 +52,17 @@ constexpr int kCols1 = (kLatentDim - kCols0) / 2;
 static_assert(kCols0 % 64 == 0 && kCols1 % 64 == 0, "whole V blocks");
 
 // The warpgroups hand work to each other only through mbarriers (arrive; try_wait.parity), one
-// per one-way signal and buffer: a tile has landed (the loaders never wait for their own
-// copies), P and the row factors of a tile are written, both PV warpgroups are done with a
-// buffer. A warpgroup waits only for data it needs, and compute-sanitizer racecheck models
-// mbarriers (it does not model one-sided bar.arrive handshakes: bench/gpu/racecheck_probe).
-// Tile j uses buffer j % 3 for the (j / 3)-th time, so its waits are for parity (j / 3) & 1;
-// each barrier's phases alternate strictly between its two sides (a phase of "landed" needs
-// the previous phase of "empty", which needs the previous "P written", which needs the
-// previous "landed" to have been waited for), so a parity wait never sees a phase two ahead.
+// per one-way signal and buffer: a tile has landed (the loader never waits for its own
+// copies), S of a tile has retired (warpgroup 1 queues its PV behind it), P and the row
+// factors of a tile are written, both warpgroups' PVs of a tile have retired (its buffer may
+// be refilled). A warpgroup waits only for data it needs, and compute-sanitizer racecheck
+// models mbarriers (it does not model one-sided bar.arrive handshakes:
+// bench/gpu/racecheck_probe). Tile j uses buffer j % 3 for the (j / 3)-th time, so its waits
+// are for parity (j / 3) & 1. No side can complete a barrier's phase twice before the other
+// side has waited for the first: the next use of a buffer needs "landed" for tile j + 3, which
+// needs "empty" for tile j, which comes after every wait of tile j's phases. Arrivals match
+// waits tile by tile ("S done" is signalled for tile 0 too, though nobody waits for it: a
+// skipped arrival would shift that buffer's phases and deadlock, as measured once).
 // "Tile landed": each loader thread arrives once itself and once more through
 // cp.async.mbarrier.arrive.noinc, which fires when all of that thread's earlier cp.async have
 // completed.
@@ -105,7 +110,7 @@ __device__ __forceinline__ void fence_regs(float (&r)[N]) {
 }
 
 // The block's rows and key range (split or draft block); recomputed where needed rather than
-// kept live across the main loops, where every register counts (setmaxnreg budgets above).
+// kept live across the main loops, where every register counts (warpgroup 0 uses all 255).
 struct BlockWork {
   RequestExtent e;
   int64_t row0, valid_rows;  // first (node, head) row of the block; rows of the request
@@ -539,7 +544,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) verify_partial_wgmma(const Part
 
   // The swizzle pattern repeats every 1024 bytes, so every block must start on a 1024-byte
   // boundary. Without static shared memory the dynamic window starts at the block's shared
-  // base, which is 1024-aligned; there is no room left to align by hand (kUsed is within 440
+  // base, which is 1024-aligned; there is no room left to align by hand (kUsed is within 416
   // bytes of Hopper's 232,448), so a misaligned base stops the kernel loudly instead.
   if ((smem_base() & 1023u) != 0) __trap();
   const int tid = threadIdx.x;

@@ -6,15 +6,15 @@ writing those operand lists by hand is error-prone, so they are generated here.
 Run: python3 cuda/tools/gen_wgmma_ops.py > cuda/wgmma_ops.cuh
 """
 
-SHAPES = [  # (N, trans_b): S = Q K^T (K-major B) and O += P V (V is N-major: trans_b = 1)
-    (32, 0),
+SHAPES = [  # (N, trans_b): S's rope part (K-major B); O += P V over 128, 192 or 256 columns
+    # (V is N-major: trans_b = 1)
     (64, 0),
     (128, 1),
     (192, 1),
     (256, 1),
 ]
 
-RS_SHAPES = [32, 64]  # S = Q K^T with Q held in registers
+RS_SHAPES = [64]  # S = Q K^T with Q's latent columns held in registers
 
 
 def wrapper(n, trans_b):
