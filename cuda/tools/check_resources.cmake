@@ -1,6 +1,9 @@
-# Build-time gate over ptxas's resource report: every kernel spills nothing, and every sm_120
-# entry uses at most LIMIT bytes of shared memory, static (from the report) plus dynamic (DYN, the
-# number the launcher requests, tied to the code by a static_assert in cuda/verify_kernel.h).
+# Build-time gate over ptxas's resource report: every kernel spills nothing, ptxas reports no
+# "Potential Performance Loss" (C75xx: wgmma serialized, setmaxnreg ignored; a kernel at 255
+# registers can fall into one from an unrelated edit and silently run ~2x slower), and every
+# sm_120 entry uses at most LIMIT bytes of shared memory, static (from the report) plus dynamic
+# (DYN, the number the launcher requests, tied to the code by a static_assert in
+# cuda/verify_kernel.h).
 # usage: cmake -DREPORTS=a.ptxas.txt|b.ptxas.txt -DDYN=99840 -DLIMIT=101376 -DSUMMARY=out.txt -P
 string(REPLACE "|" ";" report_list "${REPORTS}")
 set(failures "")
@@ -15,7 +18,10 @@ foreach(report IN LISTS report_list)
   set(entry "")
   set(arch "")
   foreach(line IN LISTS lines)
-    if(line MATCHES "Compiling entry function '([^']+)' for '(sm_[0-9a-z]+)'")
+    if(line MATCHES "\\((C75[0-9][0-9])\\) Potential Performance Loss: (.*)")
+      get_filename_component(report_name "${report}" NAME)
+      string(APPEND failures "${report_name}: ptxas ${CMAKE_MATCH_1}: ${CMAKE_MATCH_2}\n")
+    elseif(line MATCHES "Compiling entry function '([^']+)' for '(sm_[0-9a-z]+)'")
       set(entry "${CMAKE_MATCH_1}")
       set(arch "${CMAKE_MATCH_2}")
     elseif(line MATCHES "([0-9]+) bytes stack frame, ([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads")
