@@ -117,15 +117,9 @@ struct BlockWork {
   int64_t key_begin, n_keys;
   bool is_draft;
 };
-// The partial this block computes: z = 0 is the draft block (partial num_splits), z = 1.. the
-// prefix splits 0... The short draft blocks go first: dispatched last they ran as a tail on the
-// few SMs the prefix blocks left free (tree32: 27 us of 269; cuda/NOTES.md v13).
-__device__ __forceinline__ int32_t block_split(const VerifyParams& p) {
-  return (static_cast<int32_t>(blockIdx.z) + p.num_splits) % (p.num_splits + 1);
-}
 __device__ __forceinline__ BlockWork block_work(const VerifyParams& p) {
   BlockWork w;
-  const int32_t split = block_split(p);
+  const int32_t split = blockIdx.z;
   w.is_draft = split == p.num_splits;
   w.e = request_extent(p, blockIdx.y);
   w.valid_rows = static_cast<int64_t>(w.e.draft_nodes) * p.num_heads;
@@ -217,7 +211,7 @@ __device__ __forceinline__ void store_partial(const PartialArgs& args, const flo
     if (row >= w.valid_rows) continue;
     const int64_t out_row = (w.e.q_begin + row / p.num_heads) * p.num_heads + row % p.num_heads;
     const float inv = row_inv_l()[r];
-    float* out = args.ws_o + (block_split(p) * rows_total + out_row) * kLatentDim + col0;
+    float* out = args.ws_o + (blockIdx.z * rows_total + out_row) * kLatentDim + col0;
 #pragma unroll
     for (int i = 0; i < R / 4; ++i)
       *reinterpret_cast<float2*>(out + i * 8 + frag_col) =
@@ -396,7 +390,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     const BlockWork w = block_work(p);
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr)
-      store_row_totals(args, block_split(p), w.e, w.row0, w.valid_rows, r0 + 8 * hr, l_run[hr],
+      store_row_totals(args, blockIdx.z, w.e, w.row0, w.valid_rows, r0 + 8 * hr, l_run[hr],
                        m_run[hr], row_inv_l());
   }
   sync_all_warpgroups();
