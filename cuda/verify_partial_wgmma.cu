@@ -461,9 +461,10 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
       for (int kk = 0; kk < 4; ++kk) next_slot[kk] = load_slot(tile + 1, kk);
     }
   };
-  // Draft visibility of tile `tile`, one 64-bit word per row into vis_words(tile % 3), two
-  // threads per row, 32 keys each; written before this thread's "landed" arrival for the tile,
-  // which publishes it. Draft blocks only (key_begin = 0 there).
+  // Draft visibility of tile `tile` >= kBufs (drafts of more than 192 nodes; the first tiles
+  // are decoded in the prologue), one 64-bit word per row into vis_words(tile % 3), two threads
+  // per row, 32 keys each, while O is live (so one key at a time); written before this thread's
+  // "landed" arrival for the tile, which publishes it. Draft blocks only (key_begin = 0 there).
   auto decode_vis = [&](int tile) {
     const BlockWork w = block_work(p);
     const int r = lt >> 1, part = lt & 1;
@@ -482,7 +483,7 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
     if (part == 0) vis_words(tile % kBufs)[r] = bits;
   };
   auto load_tile = [&](int tile) {
-    if (is_draft) decode_vis(tile);
+    if (is_draft && tile >= kBufs) decode_vis(tile);  // the first kBufs: in the prologue
     issue_tile(tile);
   };
 
@@ -578,9 +579,34 @@ __global__ void __launch_bounds__(kWgThreads, 1) verify_partial_wgmma(const Part
       cp_async16(blk + r * 128 + (((unit & 7) ^ (r & 7)) * 16), ok ? src : qbase, ok ? 16 : 0);
     }
     cp_async_commit();
-    cp_async_wait<0>();
   }
-  __syncthreads();  // Q staged; the barriers are initialized
+  // Draft visibility of the first kBufs tiles (usually all of them: D <= 192), by all 256
+  // threads while Q streams in, before any accumulator is live: four threads per row, 16 keys
+  // each, the 16 mask reads independent (a key past the draft is not read). Decoded one key at
+  // a time by the loader alone, this cost tree32 26 us of 268 (cuda/NOTES.md v13).
+  if (w.is_draft) {
+    const int r = tid >> 2, part = tid & 3;
+    const int64_t row = w.row0 + r;
+    const int32_t node = row < w.valid_rows ? static_cast<int32_t>(row / p.num_heads) : 0;
+#pragma unroll 1
+    for (int tile = 0; tile < kBufs && tile < num_tiles; ++tile) {
+      uint64_t bits = 0;
+      if (row < w.valid_rows) {
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+          const int key_local = part * 16 + k;
+          const int key = tile * kKvTile + key_local;
+          const bool on = key < w.n_keys ? mask_bit(p, blockIdx.y, w.e, node, key) : false;
+          bits |= static_cast<uint64_t>(on) << key_local;
+        }
+      }
+      bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
+      bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
+      if (part == 0) vis_words(tile)[r] = bits;
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // Q staged, the first tiles' visibility written, the barriers initialized
 
   // Warpgroup 0 computes S and the softmax; broadcast from lane 0 so the compiler can see the
   // branch is warp-uniform (C7520, as above).
