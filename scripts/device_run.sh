@@ -36,9 +36,9 @@ for step in "${steps[@]}"; do
         echo "compute-sanitizer $tool rc=$rc"
         [ $rc -ne 0 ] && status=1
       done
-      # The wgmma kernel hands row factors between warpgroups with bar.arrive -> bar.sync. The
-      # probe runs that handshake alone (and a bar.sync-only twin) under racecheck, so a report on
-      # it can be told apart from a race in the kernel.
+      # racecheck does not model one-sided bar.arrive -> bar.sync handshakes (the wgmma kernel
+      # uses mbarriers for that reason). The probe runs such a handshake alone (and a
+      # bar.sync-only twin) under racecheck, so the tool's behaviour is on record in every run.
       if [ -x "$BIN/racecheck_probe" ]; then
         for v in arrive sync; do
           compute-sanitizer --tool racecheck "$BIN/racecheck_probe" --variant $v 2>&1 |
