@@ -17,47 +17,38 @@ SHAPES = [  # (N, trans_b): S's rope part (K-major B); O += P V over 128, 192 or
 RS_SHAPES = [64]  # S = Q K^T with Q's latent columns held in registers
 
 
-def wrapper(n, trans_b):
+def wrapper(n, trans_b, a_in_registers=False):
+    """One m64n{n}k16 wrapper: A from a shared-memory descriptor (_ss) or, for S with Q held in
+    registers, from four registers per thread (_rs; wgmma then takes no trans-a operand)."""
     regs = n // 2
     d = ", ".join(f"%{i}" for i in range(regs))
-    a, b, s = regs, regs + 1, regs + 2
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
+    if a_in_registers:
+        a_ops = "{" + ", ".join(f"%{regs + i}" for i in range(4)) + "}"
+        b, s = regs + 4, regs + 5
+        ins = ", ".join(f'"r"(a[{i}])' for i in range(4))
+        a_param, suffix, imms = "const uint32_t (&a)[4]", "rs", "1, 1, 0"
+        what = ("A bf16 in registers (each warp of the warpgroup holds 16 rows in the\n"
+                "// mma.m16n8k16 A-fragment layout), B bf16 in shared memory (K-major), D fp32 in "
+                "registers.")
+    else:
+        a_ops = f"%{regs}"
+        b, s = regs + 1, regs + 2
+        ins = '"l"(desc_a)'
+        a_param, suffix, imms = "uint64_t desc_a", "ss", f"1, 1, 0, {trans_b}"
+        what = ("A and B bf16 in shared memory (descriptors), D fp32 in registers.\n"
+                f"// scale_d = 0 overwrites D; trans-b = {trans_b} "
+                f"({'N-major' if trans_b else 'K-major'} B).")
     return f"""
-// D (+)= A B, m64n{n}k16, A and B bf16 in shared memory (descriptors), D fp32 in registers.
-// scale_d = 0 overwrites D; trans-b = {trans_b} ({'N-major' if trans_b else 'K-major'} B).
-__device__ __forceinline__ void wgmma_m64n{n}k16_ss(float (&d)[{regs}], uint64_t desc_a,
+// D (+)= A B, m64n{n}k16, {what}
+__device__ __forceinline__ void wgmma_m64n{n}k16_{suffix}(float (&d)[{regs}], {a_param},
                                                   uint64_t desc_b, int scale_d) {{
   asm volatile(
       "{{\\n"
       ".reg .pred p;\\n"
       "setp.ne.b32 p, %{s}, 0;\\n"
       "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 "
-      "{{{d}}}, %{a}, %{b}, p, 1, 1, 0, {trans_b};\\n"
-      "}}\\n"
-      : {outs}
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}}
-"""
-
-
-def wrapper_rs(n):
-    regs = n // 2
-    d = ", ".join(f"%{i}" for i in range(regs))
-    a = ", ".join(f"%{regs + i}" for i in range(4))
-    b, s = regs + 4, regs + 5
-    outs = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
-    ins = ", ".join(f'"r"(a[{i}])' for i in range(4))
-    return f"""
-// D (+)= A B, m64n{n}k16, A bf16 in registers (each warp of the warpgroup holds 16 rows in the
-// mma.m16n8k16 A-fragment layout), B bf16 in shared memory (K-major), D fp32 in registers.
-__device__ __forceinline__ void wgmma_m64n{n}k16_rs(float (&d)[{regs}], const uint32_t (&a)[4],
-                                                  uint64_t desc_b, int scale_d) {{
-  asm volatile(
-      "{{\\n"
-      ".reg .pred p;\\n"
-      "setp.ne.b32 p, %{s}, 0;\\n"
-      "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 "
-      "{{{d}}}, {{{a}}}, %{b}, p, 1, 1, 0;\\n"
+      "{{{d}}}, {a_ops}, %{b}, p, {imms};\\n"
       "}}\\n"
       : {outs}
       : {ins}, "l"(desc_b), "r"(scale_d));
@@ -116,6 +107,6 @@ print(PREAMBLE)
 for n, t in SHAPES:
     print(wrapper(n, t), end="")
 for n in RS_SHAPES:
-    print(wrapper_rs(n), end="")
+    print(wrapper(n, 0, a_in_registers=True), end="")
 print("""
 }  // namespace mlaverify::cuda::detail""")
