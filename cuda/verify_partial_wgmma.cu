@@ -159,10 +159,12 @@ __device__ __forceinline__ uint64_t* vis_words(int b) {
   return reinterpret_cast<uint64_t*>(smem_wgmma + kOffVis) + b * kRows;
 }
 
-// O = O * scale + P(tile) V(tile) over columns [col0, col0 + N) of the tile in buffer b: 4 k16
-// steps over the tile's 64 keys, P from the tile's rope block, V N-major.
+// O += P(tile) V(tile) over columns [kCol0, kCol0 + N) of the tile in buffer b (the caller has
+// rescaled O): 4 k16 steps over the tile's 64 keys, P from the tile's rope block, V N-major.
 template <int N, int kCol0>
 __device__ __forceinline__ void issue_pv(float (&o)[N / 2], int b) {
+  static_assert((N == kCols0 || N == kCols1) && kCols0 == 128 && kCols1 == 192,
+                "the two O slices this kernel accumulates");
   const uint32_t buf = kv_buf(b);
   const Desc desc_p = sw128_desc(buf + 8 * kBlockBytes, 16, 1024);
   const Desc desc_v = sw128_desc(buf + (kCol0 / 64) * kBlockBytes, kBlockBytes, 1024);
@@ -171,10 +173,8 @@ __device__ __forceinline__ void issue_pv(float (&o)[N / 2], int b) {
   for (int ks = 0; ks < 4; ++ks) {
     if constexpr (N == 128)
       wgmma_m64n128k16_ss(o, desc_at(desc_p, ks * 32), desc_at(desc_v, ks * 16 * 128), 1);
-    else if constexpr (N == 192)
-      wgmma_m64n192k16_ss(o, desc_at(desc_p, ks * 32), desc_at(desc_v, ks * 16 * 128), 1);
     else
-      wgmma_m64n256k16_ss(o, desc_at(desc_p, ks * 32), desc_at(desc_v, ks * 16 * 128), 1);
+      wgmma_m64n192k16_ss(o, desc_at(desc_p, ks * 32), desc_at(desc_v, ks * 16 * 128), 1);
   }
   wgmma_commit();
 }
