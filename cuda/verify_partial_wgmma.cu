@@ -30,7 +30,7 @@
 namespace mlaverify::cuda::detail {
 namespace {
 
-constexpr int kWgThreads = 256;                        // 2 warpgroups
+static_assert(kThreads == 256, "2 warpgroups: S and softmax, the gather");
 constexpr int kBlockBytes = 64 * 128;                  // 64 rows x 64 bf16 columns
 constexpr int kRowBlocks = kRowDim / 64;               // 9: latent 0..7, then k_pe
 constexpr int kTileBytes = kRowBlocks * kBlockBytes;   // 73,728: one KV tile
@@ -90,7 +90,7 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 }
 // All threads of the block (named barrier 1; __syncthreads is barrier 0).
 __device__ __forceinline__ void sync_all_warpgroups() {
-  asm volatile("bar.sync 1, %0;\n" ::"n"(kWgThreads) : "memory");
+  asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
 }
 
 // Stores four 8x8 bf16 matrices: lanes 8 m .. 8 m + 7 give the row addresses of matrix m,
@@ -533,7 +533,7 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
 
 }  // namespace
 
-__global__ void __launch_bounds__(kWgThreads, 1) verify_partial_wgmma(const PartialArgs args) {
+__global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const PartialArgs args) {
   const VerifyParams& p = args.p;
   const BlockWork w = block_work(p);
   if (w.row0 >= w.valid_rows) return;
@@ -565,7 +565,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) verify_partial_wgmma(const Part
   {
     const int32_t H = p.num_heads;
     const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
-    for (int u = tid; u < kRows * 72; u += kWgThreads) {
+    for (int u = tid; u < kRows * 72; u += kThreads) {
       const int r = u / 72, unit = u % 72;
       const int64_t row = w.row0 + r;
       const bool ok = row < w.valid_rows;
@@ -626,7 +626,7 @@ void launch_partial_wgmma(const PartialArgs& args, CUstream_st* stream) {
   const VerifyParams& p = args.p;
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
             static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
-  verify_partial_wgmma<<<grid, kWgThreads, kWgmmaSmemBytes, stream>>>(args);
+  verify_partial_wgmma<<<grid, kThreads, kWgmmaSmemBytes, stream>>>(args);
   CUDA_CHECK(cudaGetLastError());
 }
 
