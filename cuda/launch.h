@@ -15,6 +15,10 @@ struct PartialArgs {
   VerifyParams p;  // device pointers
   float* ws_o;     // [num_partials, max_total_q * H, 512] fp32, each partial normalized
   float* ws_lse;   // [num_partials, max_total_q * H] fp32, natural log, -inf when empty
+  // The partial kernel's plan (split_plan.h): false, splits over the prefix and the draft's own
+  // partial (the mma.sync kernels); true, the folded plan (the wgmma kernel), whose partial
+  // num_splits is never written.
+  bool folded = false;
 };
 
 // Raise the dynamic shared-memory limit of the partial kernel (host call; before capture).

@@ -33,6 +33,19 @@ int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_dr
   return static_cast<int32_t>(splits);
 }
 
+bool choose_folded(const char* requested, int32_t batch_size, int32_t num_heads, int32_t max_draft,
+                   int32_t num_splits, int sm_count) {
+  const std::string want = requested ? requested : "";
+  if (want == "folded") return true;
+  if (want == "unfolded") return false;
+  if (!want.empty())
+    throw InvalidInput("MLAV_DRAFT_PLAN", -1,
+                       "\"" + want + "\" is not a plan: expected folded or unfolded");
+  const int64_t draft_blocks = std::max<int64_t>(1, batch_size * row_tiles(max_draft, num_heads));
+  const int64_t free_sms = sm_count - draft_blocks * num_splits;
+  return free_sms <= 0 || ceil_div(draft_blocks, free_sms) > 2;
+}
+
 Support VerifyKernel::can_implement(const VerifyParams& p) {
   return detail::check_static(p, /*check_pointers=*/true);
 }
@@ -71,6 +84,13 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   if (variant_ == KernelVariant::Mma6) detail::prepare_partial_stages6();
 #endif
   if (variant_ == KernelVariant::Mma2) detail::prepare_partial_stages2();
+  folded_ = false;
+  if (variant_ == KernelVariant::Wgmma) {
+    int sms = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    folded_ = choose_folded(std::getenv("MLAV_DRAFT_PLAN"), p.batch_size, p.num_heads, p.max_draft,
+                            p.num_splits, sms);
+  }
   params_ = p;
   workspace_ = workspace;
   stream_ = stream;
@@ -85,6 +105,7 @@ void VerifyKernel::run() {
   const size_t rows = static_cast<size_t>(params_.max_total_q) * params_.num_heads;
   args.ws_lse =
       args.ws_o + static_cast<size_t>(num_partials(params_.num_splits)) * rows * kLatentDim;
+  args.folded = folded_;
 #ifdef MLAV_HAVE_SM90_VARIANT
   if (variant_ == KernelVariant::Wgmma) detail::launch_partial_wgmma(args, stream_);
   if (variant_ == KernelVariant::Mma6) detail::launch_partial_stages6(args, stream_);

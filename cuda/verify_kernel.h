@@ -68,6 +68,15 @@ const char* variant_name(KernelVariant v);
 // variant this device or build cannot run is Unsupported; neither is ever silently replaced.
 KernelVariant choose_variant(const char* requested, int major, int minor, bool hopper_compiled);
 
+// The split plan for the wgmma kernel, from static sizes only (so it holds for a captured graph):
+// unfolded, the draft of each row tile gets a block of its own, which runs on the SMs the prefix
+// blocks leave free; folded (split_plan.h), the draft tiles join the prefix splits and the splits
+// are evened out in whole tiles. Folded unless the draft blocks fit in at most two rounds on the
+// free SMs (cuda/NOTES.md v14 has the measurements). `requested` is MLAV_DRAFT_PLAN: null or ""
+// for this rule, "folded" or "unfolded" to force one (anything else is InvalidInput naming it).
+bool choose_folded(const char* requested, int32_t batch_size, int32_t num_heads, int32_t max_draft,
+                   int32_t num_splits, int sm_count);
+
 // One verify launch over DEVICE pointers. Lifecycle: can_implement -> workspace_bytes ->
 // initialize (once, outside capture) -> run (any number of times, capturable in a CUDA graph).
 // Every size that varies per step is read on the device from the metadata buffers; run() does no
@@ -88,12 +97,16 @@ class VerifyKernel {
   void run();
   // The partial kernel initialize() chose (choose_variant with MLAV_CUDA_KERNEL).
   const char* variant_name() const { return cuda::variant_name(variant_); }
+  // Whether the draft keys join the prefix splits (split_plan.h's folded plan; the wgmma kernel
+  // only: choose_folded with MLAV_DRAFT_PLAN) or get blocks of their own.
+  bool folded() const { return folded_; }
 
  private:
   VerifyParams params_{};
   void* workspace_ = nullptr;
   CUstream_st* stream_ = nullptr;
   KernelVariant variant_ = KernelVariant::Mma2;
+  bool folded_ = false;
   bool initialized_ = false;
 };
 

@@ -6,83 +6,127 @@
 namespace mlaverify::cuda::detail {
 
 // ---------------------------------------------------------------------------------------------
-// Merge kernel (split_plan.h numerics 4 and 5): one block of 128 threads per (token, head) row,
-// 4 output columns per thread. grid.x = max_total_q * H; rows past T = qo_indptr[bs] exit.
+// Merge kernel (split_plan.h numerics 4 and 5): one warp per (token, head) row of the output,
+// 8 rows per block, 16 columns per lane (4 float4, each warp-wide access 512 contiguous bytes).
+// grid.x = ceil(max_total_q * H / 8); rows past T = qo_indptr[bs] exit.
+// It is latency-bound, not bandwidth-bound: the first version (one 128-thread block per row, a
+// binary search over qo_indptr in global memory, then the lse loads, then the o loads, each
+// waiting for the one before) took ~17 us of a ~20 us gap after the partial kernel on every
+// SPEC §8 workload (cuda/NOTES.md v14). Here qo_indptr is searched in shared memory, the lse of
+// all partials are loaded by different lanes at once, and the o loads do not depend on each
+// other.
 // ---------------------------------------------------------------------------------------------
-constexpr int kMergeThreads = 128;
+constexpr int kMergeThreads = 256;
+constexpr int kMergeRows = kMergeThreads / 32;
+constexpr int kMergeIndptrCache = 1024;  // qo_indptr entries searched in shared memory
 
-__global__ void __launch_bounds__(kMergeThreads, 8) verify_merge(const PartialArgs args) {
+// Four blocks per SM: the bound also lifts ptxas's default register cap for sm_120 (48 with
+// the thread count alone, which spilled).
+__global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialArgs args) {
   const VerifyParams& p = args.p;
   const int32_t H = p.num_heads;
-  const int64_t out_row = blockIdx.x;
+  const int32_t bs = p.batch_size;
+  const int lane = threadIdx.x & 31;
+  __shared__ int32_t qo[kMergeIndptrCache];
+  const bool cached = bs + 1 <= kMergeIndptrCache;
+  if (cached)
+    for (int i = threadIdx.x; i <= bs; i += kMergeThreads) qo[i] = p.qo_indptr[i];
+  __syncthreads();
+  auto qo_at = [&](int32_t i) { return cached ? qo[i] : p.qo_indptr[i]; };
+
+  const int64_t out_row = static_cast<int64_t>(blockIdx.x) * kMergeRows + (threadIdx.x >> 5);
   const int64_t token = out_row / H;
   const int32_t head = static_cast<int32_t>(out_row % H);
-  const int32_t bs = p.batch_size;
-  if (token >= p.qo_indptr[bs]) return;
+  if (token >= qo_at(bs)) return;
   // The request owning this token: the last i with qo_indptr[i] <= token (D_i >= 1, so unique).
   int32_t lo = 0, hi = bs - 1;
   while (lo < hi) {
     int32_t mid = (lo + hi + 1) / 2;
-    if (p.qo_indptr[mid] <= token)
+    if (qo_at(mid) <= token)
       lo = mid;
     else
       hi = mid - 1;
   }
   const RequestExtent e = request_extent(p, lo);
-  const int32_t np = num_partials(p.num_splits);
+  const int32_t np = args.folded ? p.num_splits : num_partials(p.num_splits);
   const int64_t rows_total = p.max_total_q * H;
 
-  // Partials that hold data: non-empty splits (same split_range as the partial kernel, so no
-  // unwritten workspace is ever read) and the draft block; lse = -inf ones are skipped.
-  float big_m = -INFINITY;
-  for (int32_t s = 0; s < np; ++s) {
-    if (s < p.num_splits && split_range(e.prefix_len, p.num_splits, s).empty()) continue;
-    big_m = fmaxf(big_m, args.ws_lse[s * rows_total + out_row]);
+  // Partials that hold data: the non-empty splits (the same split_range or folded_range as the
+  // partial kernel, so no unwritten workspace is ever read) and, unless folded, the draft
+  // block's; lse = -inf ones are skipped.
+  auto written = [&](int32_t s) {
+    if (args.folded) return !folded_range(e.prefix_len, e.draft_nodes, p.num_splits, s).empty();
+    return s == p.num_splits || !split_range(e.prefix_len, p.num_splits, s).empty();
+  };
+  // Lane l holds the lse of partials l, l + 32, l + 64 (np <= kMaxSplits + 1 = 65).
+  static_assert(kMaxSplits + 1 <= 96, "three partials per lane");
+  float lse_l[3];
+#pragma unroll
+  for (int k = 0; k < 3; ++k) {
+    const int32_t s = lane + 32 * k;
+    lse_l[k] = s < np && written(s) ? args.ws_lse[s * rows_total + out_row] : -INFINITY;
   }
-  float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+  float big_m = fmaxf(lse_l[0], fmaxf(lse_l[1], lse_l[2]));
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1)
+    big_m = fmaxf(big_m, __shfl_xor_sync(0xffffffffu, big_m, off));
+
+  float4 o[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) o[c] = make_float4(0.f, 0.f, 0.f, 0.f);
   float wsum = 0.f;
-  const int col = threadIdx.x * 4;
   if (big_m != -INFINITY) {
+    // Partials in index order, as in the CPU backend: the same fp32 sums in the same order.
+#pragma unroll 4
     for (int32_t s = 0; s < np; ++s) {
-      if (s < p.num_splits && split_range(e.prefix_len, p.num_splits, s).empty()) continue;
-      const float lse_s = args.ws_lse[s * rows_total + out_row];
-      if (lse_s == -INFINITY) continue;
+      const float mine = s < 32 ? lse_l[0] : (s < 64 ? lse_l[1] : lse_l[2]);
+      const float lse_s = __shfl_sync(0xffffffffu, mine, s & 31);
+      if (lse_s == -INFINITY) continue;  // empty, unwritten (-inf above) or fully masked
       // Each o_s is normalized by its own sum; w_s = exp(lse_s - M) restores its share of the
       // global sum, which is what makes the merge exact. lse_s <= M, so w_s <= 1: no overflow.
       const float w = expf(lse_s - big_m);
-      const float4 v = *reinterpret_cast<const float4*>(
-          args.ws_o + (s * rows_total + out_row) * kLatentDim + col);
-      o.x += w * v.x;
-      o.y += w * v.y;
-      o.z += w * v.z;
-      o.w += w * v.w;
+      const float* src = args.ws_o + (s * rows_total + out_row) * kLatentDim + lane * 4;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const float4 v = *reinterpret_cast<const float4*>(src + 128 * c);
+        o[c].x += w * v.x;
+        o[c].y += w * v.y;
+        o[c].z += w * v.z;
+        o[c].w += w * v.w;
+      }
       wsum += w;
     }
     const float inv = 1.f / wsum;  // wsum >= 1: the partial at the max has w = 1
-    o.x *= inv;
-    o.y *= inv;
-    o.z *= inv;
-    o.w *= inv;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      o[c].x *= inv;
+      o[c].y *= inv;
+      o[c].z *= inv;
+      o[c].w *= inv;
+    }
   }
-  const int64_t o_off = token * p.o_token_stride + head * p.o_head_stride + col;
-  if (p.o_dtype == DType::BF16) {
-    __nv_bfloat16* dst = static_cast<__nv_bfloat16*>(p.o_lat) + o_off;
-    // Round once, to nearest even (split_plan.h numerics 5), and store 4 columns as 8 bytes.
-    auto bits = [](float v) {
-      return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v)));
-    };
-    *reinterpret_cast<uint2*>(dst) =
-        make_uint2(bits(o.x) | (bits(o.y) << 16), bits(o.z) | (bits(o.w) << 16));
-  } else {
-    *reinterpret_cast<float4*>(static_cast<float*>(p.o_lat) + o_off) = o;
+  const int64_t o_off = token * p.o_token_stride + head * p.o_head_stride + lane * 4;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    if (p.o_dtype == DType::BF16) {
+      __nv_bfloat16* dst = static_cast<__nv_bfloat16*>(p.o_lat) + o_off + 128 * c;
+      // Round once, to nearest even (split_plan.h numerics 5), and store 4 columns as 8 bytes.
+      auto bits = [](float v) {
+        return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v)));
+      };
+      *reinterpret_cast<uint2*>(dst) = make_uint2(bits(o[c].x) | (bits(o[c].y) << 16),
+                                                  bits(o[c].z) | (bits(o[c].w) << 16));
+    } else {
+      *reinterpret_cast<float4*>(static_cast<float*>(p.o_lat) + o_off + 128 * c) = o[c];
+    }
   }
-  if (threadIdx.x == 0)
+  if (lane == 0)
     p.lse[token * H + head] = big_m == -INFINITY ? -INFINITY : big_m + logf(wsum);
 }
 
 void launch_merge(const PartialArgs& args, CUstream_st* stream) {
   const VerifyParams& p = args.p;
-  dim3 grid(static_cast<unsigned>(p.max_total_q * p.num_heads));
+  dim3 grid(static_cast<unsigned>((p.max_total_q * p.num_heads + kMergeRows - 1) / kMergeRows));
   verify_merge<<<grid, kMergeThreads, 0, stream>>>(args);
   CUDA_CHECK(cudaGetLastError());
 }

@@ -109,28 +109,33 @@ __device__ __forceinline__ void fence_regs(float (&r)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
-// The block's rows and key range (split or draft block); recomputed where needed rather than
-// kept live across the main loops, where every register counts (warpgroup 0 uses all 255).
+// The block's rows and keys, draft tiles first, then prefix tiles: split blockIdx.z of the
+// folded plan (split_plan.h), or, unfolded, prefix split blockIdx.z or the draft alone (z ==
+// num_splits). Recomputed where needed rather than kept live across the main loops, where every
+// register counts (warpgroup 0 uses all 255).
 struct BlockWork {
   RequestExtent e;
   int64_t row0, valid_rows;  // first (node, head) row of the block; rows of the request
-  int64_t key_begin, n_keys;
-  bool is_draft;
+  FoldedRange keys;
+  int draft_tiles, num_tiles;
 };
-__device__ __forceinline__ BlockWork block_work(const VerifyParams& p) {
+__device__ __forceinline__ BlockWork block_work(const PartialArgs& args) {
+  const VerifyParams& p = args.p;
   BlockWork w;
-  const int32_t split = blockIdx.z;
-  w.is_draft = split == p.num_splits;
   w.e = request_extent(p, blockIdx.y);
   w.valid_rows = static_cast<int64_t>(w.e.draft_nodes) * p.num_heads;
   w.row0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  w.key_begin = 0;
-  w.n_keys = w.e.draft_nodes;
-  if (!w.is_draft) {
+  const int32_t split = blockIdx.z;
+  if (args.folded) {
+    w.keys = folded_range(w.e.prefix_len, w.e.draft_nodes, p.num_splits, split);
+  } else if (split == p.num_splits) {
+    w.keys = {0, w.e.draft_nodes, 0, 0};
+  } else {
     const SplitRange r = split_range(w.e.prefix_len, p.num_splits, split);
-    w.key_begin = r.begin;
-    w.n_keys = r.end - r.begin;
+    w.keys = {0, 0, r.begin, r.end};
   }
+  w.draft_tiles = static_cast<int>(ceil_div(w.keys.draft_keys(), kKvTile));
+  w.num_tiles = w.draft_tiles + static_cast<int>(ceil_div(w.keys.prefix_keys(), kKvTile));
   return w;
 }
 
@@ -202,7 +207,7 @@ __device__ __forceinline__ void store_partial(const PartialArgs& args, const flo
   const int lane = threadIdx.x & 31;
   const int frag_col = (lane & 3) * 2;
   const int r0 = ((threadIdx.x >> 5) & 3) * 16 + (lane >> 2);
-  const BlockWork w = block_work(p);
+  const BlockWork w = block_work(args);
   const int64_t rows_total = p.max_total_q * p.num_heads;
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
@@ -220,8 +225,10 @@ __device__ __forceinline__ void store_partial(const PartialArgs& args, const flo
 }
 
 // Warpgroup 0: S, the online softmax, P, O's first kCols0 columns; then the row totals.
+// Tiles below draft_tiles are draft tiles (tree mask); last_keys: valid keys of the last tile
+// when it is a prefix tile (kKvTile otherwise: a draft tile's visibility covers its end).
 __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_tiles,
-                                               int last_keys, bool is_draft) {
+                                               int last_keys, int draft_tiles) {
   const VerifyParams& p = args.p;
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -289,8 +296,8 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     }
 
     // Online softmax of the tile (split_plan.h numerics 2, scores in log2 units as in v4).
-    // Keys past the range (last tile only) and, in the draft block, keys the tree hides get
-    // -inf: probability exactly 0. Scores stay raw here; the log2-unit scale c = sm_scale log2(e) > 0 (checked on the host)
+    // Keys past the prefix range (last tile only) and, in draft tiles, keys the tree hides or
+    // past the draft get -inf: probability exactly 0. Scores stay raw here; the log2-unit scale c = sm_scale log2(e) > 0 (checked on the host)
     // is applied inside the exponent's FFMA. Rounding is monotonic, so fl(max s * c) is the max
     // of fl(s c): the row max is the one the scaled scores would give.
     if (tile + 1 == num_tiles && last_keys < kKvTile) {
@@ -300,7 +307,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
         for (int f = 0; f < 4; ++f)
           if (i * 8 + frag_col + (f & 1) >= last_keys) s[i * 4 + f] = -INFINITY;
     }
-    if (is_draft) {
+    if (tile < draft_tiles) {
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
         const uint64_t vis = vis_words(b)[r0 + 8 * hr] >> frag_col;
@@ -387,7 +394,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     l_run[hr] += __shfl_xor_sync(0xffffffffu, l_run[hr], 2);
   }
   if ((lane & 3) == 0) {
-    const BlockWork w = block_work(p);
+    const BlockWork w = block_work(args);
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr)
       store_row_totals(args, blockIdx.z, w.e, w.row0, w.valid_rows, r0 + 8 * hr, l_run[hr],
@@ -399,7 +406,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
 
 // Warpgroup 1: the gather, O's other kCols1 columns.
 __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_tiles,
-                                             int64_t n_keys, bool is_draft, int64_t key_begin) {
+                                             int draft_tiles, int draft_keys, int prefix_keys) {
   const VerifyParams& p = args.p;
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -408,25 +415,45 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
   // Gather: loader thread lt (0..127) owns 16-byte unit ld_u of every 64-column block of keys
   // ld_key + 16 kk, kk = 0..3 (8 threads read one 128-byte run of a row: coalesced). Slot ids
   // are loaded one tile ahead, so the dependent index load is in flight while a tile streams.
+  // Draft tiles (the first draft_tiles) read k_extend rows or the kv_indices entries after the
+  // prefix; prefix tiles read the split's kv_indices entries.
   const int lt = tid - 128;
   const int ld_u = lt & 7;
   const int ld_key = lt >> 3;  // 0..15
-  const bool slots_from_indices = !(is_draft && p.draft_source == DraftKvSource::ExtendRows);
-  // This thread's first kv_indices entry: the request's, after its prefix for the draft block.
-  const int64_t* my_indices;
+  const bool draft_from_extend = p.draft_source == DraftKvSource::ExtendRows;
+  // This thread's first kv_indices entry of the prefix part, and of the draft part: there, with
+  // draft rows from k_extend, the number of this thread's first k_extend row instead (one
+  // register pair for both keeps warpgroup 1, which holds 192 accumulators, from spilling).
+  const int64_t* prefix_indices;
+  int64_t draft_first;
   {
-    const RequestExtent e = request_extent(p, blockIdx.y);
-    my_indices = p.kv_indices + e.kv_begin + (is_draft ? e.prefix_len : 0) + key_begin + ld_key;
+    const BlockWork w = block_work(args);
+    const int64_t* req = p.kv_indices + w.e.kv_begin + ld_key;
+    prefix_indices = req + w.keys.prefix_begin;
+    draft_first = draft_from_extend
+                      ? w.e.q_begin + w.keys.draft_begin + ld_key
+                      : reinterpret_cast<int64_t>(req + w.e.prefix_len + w.keys.draft_begin);
   }
-  auto load_slot = [&](int tile, int kk) -> int64_t {
-    const int64_t key = static_cast<int64_t>(tile) * kKvTile + 16 * kk;  // less ld_key
-    return (tile < num_tiles && key + ld_key < n_keys) ? my_indices[key] : 0;
+  // Key kk of this thread in tile `tile`, counted from the start of its part, and whether the
+  // part holds it.
+  auto part_key = [&](int tile, int kk, bool& ok) -> int {
+    const bool draft = tile < draft_tiles;
+    const int key = (draft ? tile : tile - draft_tiles) * kKvTile + 16 * kk;
+    ok = tile < num_tiles && key + ld_key < (draft ? draft_keys : prefix_keys);
+    return key;
   };
-  int64_t next_slot[4] = {0, 0, 0, 0};
-  if (slots_from_indices) {
+  auto load_slot = [&](int tile, int kk) -> int64_t {
+    bool ok;
+    const int key = part_key(tile, kk, ok);
+    if (!ok) return 0;
+    if (tile < draft_tiles)
+      return draft_from_extend ? draft_first + key
+                               : reinterpret_cast<const int64_t*>(draft_first)[key];
+    return prefix_indices[key];
+  };
+  int64_t next_slot[4];
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) next_slot[kk] = load_slot(0, kk);
-  }
+  for (int kk = 0; kk < 4; ++kk) next_slot[kk] = load_slot(0, kk);
   // Issues the whole of tile `tile` into buffer tile % 3; past the last key the rows are
   // zero-filled (src-size 0), so stale keys never meet a probability.
   auto issue_tile = [&](int tile) {
@@ -434,17 +461,16 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
     const uint32_t dst0 = kv_buf(b) + ld_key * 128 + ((ld_u ^ (ld_key & 7)) * 16);
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      const int64_t key = static_cast<int64_t>(tile) * kKvTile + ld_key + 16 * kk;
-      const bool ok = key < n_keys;
+      bool ok;
+      part_key(tile, kk, ok);
       const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);
       const __nv_bfloat16* lat = pool;
       const __nv_bfloat16* rope = pool;
-      if (ok && !slots_from_indices) {
-        // Draft rows from k_extend (latent-first), token q_begin + key of the request.
-        const __nv_bfloat16* row = static_cast<const __nv_bfloat16*>(p.k_extend) +
-                                   (p.qo_indptr[blockIdx.y] + key) * p.k_extend_stride;
-        lat = row + ld_u * 8;
-        rope = row + kLatentDim + ld_u * 8;
+      if (ok && tile < draft_tiles && draft_from_extend) {
+        // Draft rows from k_extend (latent-first): next_slot holds the row.
+        lat = static_cast<const __nv_bfloat16*>(p.k_extend) + next_slot[kk] * p.k_extend_stride +
+              ld_u * 8;
+        rope = lat + kLatentDim;
       } else if (ok) {
         lat = pool + p.kv_layout.latent_index(next_slot[kk]) + ld_u * 8;
         rope = pool + p.kv_layout.rope_index(next_slot[kk]) + ld_u * 8;
@@ -456,17 +482,15 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
       cp_async16(dst + 8 * kBlockBytes, rope, bytes);
     }
     mbar_arrive_on_copies(bar_full(b));
-    if (slots_from_indices) {
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) next_slot[kk] = load_slot(tile + 1, kk);
-    }
+    for (int kk = 0; kk < 4; ++kk) next_slot[kk] = load_slot(tile + 1, kk);
   };
-  // Draft visibility of tile `tile` >= kBufs (drafts of more than 192 nodes; the first tiles
-  // are decoded in the prologue), one 64-bit word per row into vis_words(tile % 3), two threads
-  // per row, 32 keys each, while O is live (so one key at a time); written before this thread's
-  // "landed" arrival for the tile, which publishes it. Draft blocks only (key_begin = 0 there).
+  // Draft visibility of draft tile `tile` >= kBufs (more than 192 draft keys in this block; the
+  // first tiles are decoded in the prologue), one 64-bit word per row into vis_words(tile % 3),
+  // two threads per row, 32 keys each, while O is live (so one key at a time); written before
+  // this thread's "landed" arrival for the tile, which publishes it.
   auto decode_vis = [&](int tile) {
-    const BlockWork w = block_work(p);
+    const BlockWork w = block_work(args);
     const int r = lt >> 1, part = lt & 1;
     const int64_t row = w.row0 + r;
     uint64_t bits = 0;
@@ -475,15 +499,16 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
 #pragma unroll 4
       for (int k = 0; k < 32; ++k) {
         const int key_local = part * 32 + k;
-        const int key = tile * kKvTile + key_local;
-        if (key < w.n_keys && mask_bit(p, blockIdx.y, w.e, t, key)) bits |= 1ull << key_local;
+        const int64_t key = w.keys.draft_begin + tile * kKvTile + key_local;
+        if (key < w.keys.draft_end && mask_bit(p, blockIdx.y, w.e, t, static_cast<int32_t>(key)))
+          bits |= 1ull << key_local;
       }
     }
     bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
     if (part == 0) vis_words(tile % kBufs)[r] = bits;
   };
   auto load_tile = [&](int tile) {
-    if (is_draft && tile >= kBufs) decode_vis(tile);  // the first kBufs: in the prologue
+    if (tile >= kBufs && tile < draft_tiles) decode_vis(tile);  // the first kBufs: prologue
     issue_tile(tile);
   };
 
@@ -535,13 +560,13 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
 
 __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const PartialArgs args) {
   const VerifyParams& p = args.p;
-  const BlockWork w = block_work(p);
+  const BlockWork w = block_work(args);
   if (w.row0 >= w.valid_rows) return;
-  if (!w.is_draft && w.n_keys <= 0) return;  // the merge skips empty splits by split_range
-  // Broadcast from lane 0: the count comes from metadata loads, and wgmma issued under a
+  if (w.keys.empty()) return;  // the merge skips empty splits by the same range function
+  // Broadcast from lane 0: the counts come from metadata loads, and wgmma issued under a
   // condition the compiler cannot prove warp-uniform is serialized (ptxas C7520).
-  const int num_tiles =
-      __shfl_sync(0xffffffffu, static_cast<int>((w.n_keys + kKvTile - 1) / kKvTile), 0);
+  const int num_tiles = __shfl_sync(0xffffffffu, w.num_tiles, 0);
+  const int draft_tiles = __shfl_sync(0xffffffffu, w.draft_tiles, 0);
 
   // The swizzle pattern repeats every 1024 bytes, so every block must start on a 1024-byte
   // boundary. Without static shared memory the dynamic window starts at the block's shared
@@ -580,23 +605,25 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
     }
     cp_async_commit();
   }
-  // Draft visibility of the first kBufs tiles (usually all of them: D <= 192), by all 256
+  // Draft visibility of the first kBufs tiles (usually all of the draft: D <= 192), by all 256
   // threads while Q streams in, before any accumulator is live: four threads per row, 16 keys
   // each, the 16 mask reads independent (a key past the draft is not read). Decoded one key at
   // a time by the loader alone, this cost tree32 26 us of 268 (cuda/NOTES.md v13).
-  if (w.is_draft) {
+  if (draft_tiles > 0) {
     const int r = tid >> 2, part = tid & 3;
     const int64_t row = w.row0 + r;
     const int32_t node = row < w.valid_rows ? static_cast<int32_t>(row / p.num_heads) : 0;
 #pragma unroll 1
-    for (int tile = 0; tile < kBufs && tile < num_tiles; ++tile) {
+    for (int tile = 0; tile < kBufs && tile < draft_tiles; ++tile) {
       uint64_t bits = 0;
       if (row < w.valid_rows) {
 #pragma unroll
         for (int k = 0; k < 16; ++k) {
           const int key_local = part * 16 + k;
-          const int key = tile * kKvTile + key_local;
-          const bool on = key < w.n_keys ? mask_bit(p, blockIdx.y, w.e, node, key) : false;
+          const int64_t key = w.keys.draft_begin + tile * kKvTile + key_local;
+          const bool on = key < w.keys.draft_end
+                              ? mask_bit(p, blockIdx.y, w.e, node, static_cast<int32_t>(key))
+                              : false;
           bits |= static_cast<uint64_t>(on) << key_local;
         }
       }
@@ -610,11 +637,18 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
 
   // Warpgroup 0 computes S and the softmax; broadcast from lane 0 so the compiler can see the
   // branch is warp-uniform (C7520, as above).
-  if (__shfl_sync(0xffffffffu, tid >> 7, 0) == 0)
-    math_warpgroup(args, num_tiles, static_cast<int>(w.n_keys - (num_tiles - 1) * int64_t{kKvTile}),
-                   w.is_draft);
-  else
-    pv_warpgroup(args, num_tiles, w.n_keys, w.is_draft, w.key_begin);
+  if (__shfl_sync(0xffffffffu, tid >> 7, 0) == 0) {
+    const int64_t prefix_tail = w.keys.prefix_keys() % kKvTile;
+    math_warpgroup(args, num_tiles,
+                   num_tiles > draft_tiles && prefix_tail != 0 ? static_cast<int>(prefix_tail)
+                                                               : kKvTile,
+                   draft_tiles);
+  } else {
+    // Key counts fit int: a split holds at most P + D keys, and validate_params bounds P by the
+    // int32 kv_indptr.
+    pv_warpgroup(args, num_tiles, draft_tiles, static_cast<int>(w.keys.draft_keys()),
+                 static_cast<int>(w.keys.prefix_keys()));
+  }
 }
 
 void prepare_partial_wgmma() {
@@ -624,8 +658,10 @@ void prepare_partial_wgmma() {
 
 void launch_partial_wgmma(const PartialArgs& args, CUstream_st* stream) {
   const VerifyParams& p = args.p;
+  // The folded plan has no draft slice of the grid.
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
-            static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
+            static_cast<unsigned>(p.batch_size),
+            static_cast<unsigned>(args.folded ? p.num_splits : p.num_splits + 1));
   verify_partial_wgmma<<<grid, kThreads, kWgmmaSmemBytes, stream>>>(args);
   CUDA_CHECK(cudaGetLastError());
 }

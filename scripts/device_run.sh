@@ -18,10 +18,15 @@ for step in "${steps[@]}"; do
     tests)
       # Every partial kernel on the same device: wgmma (default on Hopper), the 6-stage mma.sync
       # kernel, and the sm_120-sized mma.sync kernel (2 stages x 64 columns).
-      for kernel in wgmma mma6 mma2; do
-        MLAV_CUDA_KERNEL=$kernel "$BIN/cuda_tests" >"$OUT/tests_$kernel.log" 2>&1
+      # The wgmma kernel runs under both draft plans (MLAV_DRAFT_PLAN; the default picks one
+      # per shape, so each plan is forced once to test it on every case).
+      for kernel in wgmma/folded wgmma/unfolded mma6 mma2; do
+        plan=${kernel#*/}
+        [ "$plan" = "$kernel" ] && plan=""
+        log="$OUT/tests_${kernel//\//_}.log"
+        MLAV_CUDA_KERNEL=${kernel%%/*} MLAV_DRAFT_PLAN=$plan "$BIN/cuda_tests" >"$log" 2>&1
         rc=$?
-        grep -E "^\[ratio\]|FAILED|Failure|PASSED|SKIPPED \]" "$OUT/tests_$kernel.log" | head -40
+        grep -E "^\[ratio\]|FAILED|Failure|PASSED|SKIPPED \]" "$log" | head -40
         echo "cuda_tests (kernel=$kernel) rc=$rc"
         [ $rc -ne 0 ] && status=1
       done ;;

@@ -37,8 +37,42 @@ MLAV_HD SplitRange split_range(int64_t prefix_len, int32_t num_splits, int32_t s
   return {begin, end};
 }
 
+// The folded plan (the Hopper wgmma kernel, cuda/NOTES.md v14): no partial of its own for the
+// draft. A request's keys form one sequence of whole tiles, its draft's ceil(D / kKvTile) tiles
+// (keys in node order) and then its prefix's ceil(P / kKvTile); split s takes the s-th chunk of
+// ceil(total / NSPLIT) tiles of it, so the splits are as even as whole tiles allow and the draft
+// tiles come first in the blocks that hold them (usually split 0 alone). Partial s then covers
+// draft keys [draft_begin, draft_end) and prefix keys [prefix_begin, prefix_end); trailing
+// splits may be empty, and the merge skips them by this same function.
+MLAV_HD int64_t clamp_i64(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
+struct FoldedRange {
+  int64_t draft_begin, draft_end;    // draft columns (node indices), draft_end <= D
+  int64_t prefix_begin, prefix_end;  // prefix positions, prefix_end <= P
+  MLAV_HD int64_t draft_keys() const { return draft_end - draft_begin; }
+  MLAV_HD int64_t prefix_keys() const { return prefix_end - prefix_begin; }
+  MLAV_HD bool empty() const { return draft_begin >= draft_end && prefix_begin >= prefix_end; }
+};
+
+MLAV_HD FoldedRange folded_range(int64_t prefix_len, int64_t draft_nodes, int32_t num_splits,
+                                 int32_t s) {
+  const int64_t draft_tiles = ceil_div(draft_nodes, kKvTile);
+  const int64_t total = draft_tiles + ceil_div(prefix_len, kKvTile);
+  const int64_t chunk = ceil_div(total, num_splits);
+  const int64_t t0 = clamp_i64(s * chunk, 0, total), t1 = clamp_i64(t0 + chunk, 0, total);
+  FoldedRange r;
+  r.draft_begin = clamp_i64(t0 * kKvTile, 0, draft_nodes);
+  r.draft_end = clamp_i64(t1 * kKvTile, 0, draft_nodes);
+  r.prefix_begin = clamp_i64((t0 - draft_tiles) * kKvTile, 0, prefix_len);
+  r.prefix_end = clamp_i64((t1 - draft_tiles) * kKvTile, 0, prefix_len);
+  return r;
+}
+
 // Partials per (token, head): splits 0..num_splits-1 over the prefix, then one more (index
-// num_splits) for the tree-masked draft block. Each partial is (o[512] fp32 normalized, lse fp32).
+// num_splits) for the tree-masked draft block (unused, never read, under the folded plan). Each
+// partial is (o[512] fp32 normalized, lse fp32).
 MLAV_HD int32_t num_partials(int32_t num_splits) { return num_splits + 1; }
 
 // Numerics contract, shared by cpu/ and cuda/ (SPEC §5):

@@ -339,5 +339,24 @@ TEST(CudaSupport, SuggestedSplitsFillTheMachine) {
   EXPECT_EQ(suggest_num_splits(1, 1, 1, 0, 132), 1);
 }
 
+TEST(CudaSupport, DraftPlanFoldsUnlessDraftBlocksFitTheFreeSms) {
+  // SPEC §8 on 132 SMs, with the splits suggest_num_splits picks. k2-tp8-ddtree128: 4 requests x
+  // 16 row tiles = 64 draft blocks, 2 splits leave 132 - 128 = 4 SMs free: 16 rounds, folded.
+  EXPECT_TRUE(choose_folded(nullptr, 4, 8, 128, 2, 132));
+  // long-ctx: 2 x 4 = 8 draft blocks, 16 splits leave 4 SMs: 2 rounds, unfolded.
+  EXPECT_FALSE(choose_folded(nullptr, 2, 16, 16, 16, 132));
+  // No SM free at all: folded (the draft blocks would only start as prefix blocks end).
+  EXPECT_TRUE(choose_folded("", 1, 128, 66, 66, 132));
+  // MLAV_DRAFT_PLAN forces either; anything else is an error naming the variable.
+  EXPECT_FALSE(choose_folded("unfolded", 4, 8, 128, 2, 132));
+  EXPECT_TRUE(choose_folded("folded", 2, 16, 16, 16, 132));
+  try {
+    choose_folded("fold", 4, 8, 128, 2, 132);
+    ADD_FAILURE() << "no error for MLAV_DRAFT_PLAN=fold";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("MLAV_DRAFT_PLAN"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace mlaverify::cuda::testing
