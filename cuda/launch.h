@@ -30,7 +30,7 @@ void launch_partial_stages6(const PartialArgs& args, CUstream_st* stream);
 // The sm_90a wgmma kernel; defined only where CMAKE_CUDA_ARCHITECTURES holds 90.
 void prepare_partial_wgmma();
 void launch_partial_wgmma(const PartialArgs& args, CUstream_st* stream);
-// Enqueue the merge kernel, grid max_total_q * H.
+// Enqueue the merge kernel, one warp per (token, head) row.
 void launch_merge(const PartialArgs& args, CUstream_st* stream);
 
 }  // namespace mlaverify::cuda::detail

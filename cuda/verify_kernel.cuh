@@ -103,43 +103,96 @@ __device__ __forceinline__ int swz(int row, int unit) { return (unit & ~7) | ((u
 // ---- tree mask decoding (SPEC §3); reads outside [0, mask_len) count as "not visible" --------
 // Graph-padded rows carry garbage mask bytes (SPEC §3): bounds-checking every read keeps them
 // from faulting, whatever the garbage says.
-__device__ __forceinline__ bool mask_bit(const VerifyParams& p, int32_t req, const RequestExtent& e,
-                                         int32_t t, int32_t j) {
+// One query row of the mask, decoded once: every format is either a byte per draft column
+// (FullMask, QlenOnly: visible if nonzero) or a bit per column at bit index base + j of a byte
+// array (FlashInfer packed; QlenOnlyBitpacking and DraftBits, whose little-endian words put bit
+// j of a row at bit j % 8 of byte j / 8). A read is allowed in bytes [lo, hi) only, and columns
+// j >= j_limit are invisible (a bitpacked word holds 8 * word bytes columns).
+struct MaskRow {
+  const uint8_t* bytes;
+  int64_t base;    // byte index of column 0, or bit index when packed
+  int64_t lo, hi;  // readable bytes
+  int64_t j_limit;
+  bool packed;
+
+  __device__ __forceinline__ bool visible(int64_t j) const {
+    if (j >= j_limit) return false;
+    const int64_t b = base + j;
+    const int64_t at = packed ? b >> 3 : b;
+    if (at < lo || at >= hi) return false;
+    return packed ? (bytes[at] >> (b & 7)) & 1 : bytes[at] != 0;
+  }
+  // Bit k: column key0 + k is visible, for k < kN; columns at or past key_end are not. The
+  // reads are independent and predicated (kUnroll in flight; fewer where registers are short):
+  // kN bytes, or for packed rows the kN / 8 + 1 bytes that hold kN consecutive bits.
+  template <int kN, int kUnroll>
+  __device__ __forceinline__ uint64_t bits(int64_t key0, int64_t key_end) const {
+    static_assert(kN % 8 == 0 && kN <= 32, "whole bytes, at most 32 columns");
+    const int64_t end = key_end < j_limit ? key_end : j_limit;
+    const int64_t n = end - key0;  // columns of the kN that exist
+    uint64_t out = 0;
+    if (packed) {
+      const int64_t b0 = base + key0;
+      const int64_t at0 = b0 >> 3;  // floor, also below zero
+      uint64_t word = 0;
+#pragma unroll
+      for (int i = 0; i <= kN / 8; ++i) {
+        const int64_t at = at0 + i;
+        const uint64_t v = at >= lo && at < hi ? bytes[at] : 0;
+        word |= v << (8 * i);
+      }
+      out = (word >> (b0 & 7)) & ((1ull << kN) - 1);
+    } else {
+#pragma unroll kUnroll
+      for (int k = 0; k < kN; ++k) {
+        const int64_t at = base + key0 + k;
+        const bool on = k < n && at >= lo && at < hi && bytes[at] != 0;
+        out |= static_cast<uint64_t>(on) << k;
+      }
+    }
+    if (n < kN) out &= n <= 0 ? 0 : (1ull << n) - 1;
+    return out;
+  }
+};
+
+__device__ __forceinline__ MaskRow mask_row(const VerifyParams& p, int32_t req,
+                                            const RequestExtent& e, int32_t t) {
   const int64_t P = e.prefix_len;
   const int64_t D = e.draft_nodes;
+  MaskRow m{static_cast<const uint8_t*>(p.mask), 0, 0, p.mask_len, INT64_MAX, false};
   switch (p.mask_format) {
-    case MaskFormat::FullMask: {
+    case MaskFormat::FullMask:
       // Row stride P + D, draft column j at offset P (prefix columns are never read).
-      int64_t at = p.mask_indptr[req] + t * (P + D) + P + j;
-      if (at < 0 || at >= p.mask_len) return false;
-      return static_cast<const uint8_t*>(p.mask)[at] != 0;
-    }
+      m.base = p.mask_indptr[req] + t * (P + D) + P;
+      break;
     case MaskFormat::QlenOnly: {
-      int64_t s = p.mask_draft_stride;
-      int64_t at = static_cast<int64_t>(req) * s * s + t * s + j;
-      if (at < 0 || at >= p.mask_len) return false;
-      return static_cast<const uint8_t*>(p.mask)[at] != 0;
+      const int64_t s = p.mask_draft_stride;
+      m.base = static_cast<int64_t>(req) * s * s + t * s;
+      break;
     }
     case MaskFormat::QlenOnlyBitpacking: {
-      int64_t wb = p.mask_word_bytes;
-      int64_t at = (static_cast<int64_t>(req) * p.mask_draft_stride + t) * wb;
-      if (j >= wb * 8 || at < 0 || at + wb > p.mask_len) return false;
-      const uint8_t* w = static_cast<const uint8_t*>(p.mask) + at;
-      return (w[j >> 3] >> (j & 7)) & 1;  // little-endian word: bit j lives in byte j / 8
+      const int64_t wb = p.mask_word_bytes;
+      const int64_t at = (static_cast<int64_t>(req) * p.mask_draft_stride + t) * wb;
+      m.packed = true;
+      m.base = at * 8;
+      m.j_limit = wb * 8;
+      if (at < 0 || at + wb > p.mask_len) m.hi = m.lo;  // the whole word must be in bounds
+      break;
     }
-    case MaskFormat::FlashInferPacked: {
-      int64_t bit = t * (P + D) + P + j;
-      int64_t at = p.mask_indptr[req] + (bit >> 3);
-      if (at < 0 || at >= p.mask_len) return false;
-      return (static_cast<const uint8_t*>(p.mask)[at] >> (bit & 7)) & 1;
-    }
-    case MaskFormat::DraftBits: {
-      int64_t at = (e.q_begin + t) * p.mask_draft_stride + (j >> 5);
-      if (at < 0 || at >= p.mask_len) return false;
-      return (static_cast<const uint32_t*>(p.mask)[at] >> (j & 31)) & 1u;
-    }
+    case MaskFormat::FlashInferPacked:
+      m.packed = true;
+      m.base = p.mask_indptr[req] * 8 + t * (P + D) + P;
+      break;
+    case MaskFormat::DraftBits:
+      // mask_len counts uint32 words: word (q_begin + t) * stride + j / 32 in bounds.
+      m.packed = true;
+      m.base = (e.q_begin + t) * p.mask_draft_stride * 32;
+      m.hi = p.mask_len * 4;
+      break;
+    default:
+      m.hi = m.lo;  // unknown format: nothing visible (the host rejects it first)
   }
-  return false;
+  return m;
 }
 
 // Row r's softmax totals at the end of a partial (split_plan.h numerics 3): 1 / l to row_inv_l
@@ -356,16 +409,11 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       const int r = tid >> 2, quarter = tid & 3;
       const int64_t row = row0 + r;
       uint64_t bits = 0;
-      if (row < valid_rows) {
-        const int32_t t = static_cast<int32_t>(row / H);
-#pragma unroll 4  // fully unrolled, the 16 loads in flight spill the 6-stage variant
-        for (int k = 0; k < 16; ++k) {
-          const int key_local = quarter * 16 + k;
-          const int64_t key = tile_key0 + key_local;
-          if (key < key_end && mask_bit(p, req, e, t, static_cast<int32_t>(key)))
-            bits |= 1ull << key_local;
-        }
-      }
+      // 4 reads in flight: fully unrolled, the 16 loads spill the 6-stage variant.
+      if (row < valid_rows)
+        bits = mask_row(p, req, e, static_cast<int32_t>(row / H))
+                   .bits<16, 4>(tile_key0 + quarter * 16, key_end)
+               << (quarter * 16);
       bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
       bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
       if (quarter == 0) vis_s[r] = bits;

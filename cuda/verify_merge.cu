@@ -48,16 +48,20 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
       hi = mid - 1;
   }
   const RequestExtent e = request_extent(p, lo);
+  // Launched as a programmatic dependent of the partial kernel (launch_merge): everything above
+  // reads only metadata, and ran while the partial kernel's last blocks finished; the
+  // partials are read only once that grid has completed and its writes are visible.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
   const int32_t np = args.folded ? p.num_splits : num_partials(p.num_splits);
   const int64_t rows_total = p.max_total_q * H;
 
-  // Partials that hold data: the non-empty splits (the same split_range or folded_range as the
-  // partial kernel, so no unwritten workspace is ever read) and, unless folded, the draft
-  // block's; lse = -inf ones are skipped.
-  auto written = [&](int32_t s) {
-    if (args.folded) return !folded_range(e.prefix_len, e.draft_nodes, p.num_splits, s).empty();
-    return s == p.num_splits || !split_range(e.prefix_len, p.num_splits, s).empty();
-  };
+  // Partials that hold data: the non-empty splits (by the same split_range or folded_range as
+  // the partial kernel, which fill splits from the front, so no unwritten workspace is ever read)
+  // and, unless folded, the draft block's; lse = -inf ones are skipped.
+  const int32_t front = args.folded
+                            ? folded_nonempty_splits(e.prefix_len, e.draft_nodes, p.num_splits)
+                            : nonempty_splits(e.prefix_len, p.num_splits);
+  auto written = [&](int32_t s) { return s < front || (!args.folded && s == p.num_splits); };
   // Lane l holds the lse of partials l, l + 32, l + 64 (np <= kMaxSplits + 1 = 65).
   static_assert(kMaxSplits + 1 <= 96, "three partials per lane");
   float lse_l[3];
@@ -126,9 +130,21 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
 
 void launch_merge(const PartialArgs& args, CUstream_st* stream) {
   const VerifyParams& p = args.p;
-  dim3 grid(static_cast<unsigned>((p.max_total_q * p.num_heads + kMergeRows - 1) / kMergeRows));
-  verify_merge<<<grid, kMergeThreads, 0, stream>>>(args);
-  CUDA_CHECK(cudaGetLastError());
+  // Programmatic dependent launch (sm_90 and later; captured into graphs as a programmatic
+  // edge): the merge's blocks may start once every block of the partial kernel has started
+  // (the wgmma kernel says so at its top; the others never do, so for them this launch is
+  // ordinary stream order), and they wait in griddepcontrol.wait for its results.
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>((p.max_total_q * p.num_heads + kMergeRows - 1) /
+                                              kMergeRows));
+  config.blockDim = dim3(kMergeThreads);
+  config.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, verify_merge, args));
 }
 
 }  // namespace mlaverify::cuda::detail

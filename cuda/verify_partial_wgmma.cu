@@ -93,6 +93,7 @@ __device__ __forceinline__ void sync_all_warpgroups() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
 }
 
+
 // Stores four 8x8 bf16 matrices: lanes 8 m .. 8 m + 7 give the row addresses of matrix m,
 // register m of each lane holds its two elements of matrix m (row lane / 4, columns 2 (lane % 4)).
 __device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4]) {
@@ -235,6 +236,62 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
   const int wq = tid >> 5;               // warp: rows wq * 16 ..
   const int frag_col = (lane & 3) * 2;   // accumulator columns 8 i + frag_col, + 1
   const int r0 = wq * 16 + (lane >> 2);  // accumulator rows r0 and r0 + 8
+
+  // ---- Prologue, while warpgroup 1's gathers of tiles 0 and 1 are in flight. Q: 64 rows x 72
+  // units of 16 bytes, rows past the request zero-filled; warp wq copies its 16 rows, each row
+  // as three warp-wide runs (units lane, lane + 32, lane + 64 < 72). The latent 64 units are
+  // staged in buffer 2 (loaded into registers below, before tile 2 is gathered there); the rope
+  // units go to their own block for the whole kernel.
+  {
+    const BlockWork w = block_work(args);
+    const int32_t H = p.num_heads;
+    const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
+#pragma unroll 4
+    for (int i = 0; i < 16; ++i) {
+      const int r = wq * 16 + i;
+      const int row = static_cast<int>(w.row0) + r;  // < D * H <= 1024 * 128
+      const bool ok = row < w.valid_rows;
+      const int t = ok ? row / H : 0, h = ok ? row - t * H : 0;
+      const __nv_bfloat16* src_row =
+          qbase + (w.e.q_begin + t) * p.q_token_stride + int64_t{h} * p.q_head_stride;
+#pragma unroll
+      for (int k = 0; k < 3; ++k) {
+        const int unit = lane + 32 * k;
+        if (unit >= 72) continue;
+        const int64_t col =
+            unit < 64 ? p.q_latent_offset + unit * 8 : p.q_rope_offset + (unit - 64) * 8;
+        const uint32_t blk = unit < 64 ? kv_buf(2) + (unit >> 3) * kBlockBytes
+                                       : smem_base() + kOffQRope;
+        cp_async16(blk + r * 128 + (((unit & 7) ^ (r & 7)) * 16), ok ? src_row + col : qbase,
+                   ok ? 16 : 0);
+      }
+    }
+    cp_async_commit();
+    // Draft visibility of the first kBufs tiles (usually the whole draft: D <= 192), while Q
+    // streams in: two threads per row, 32 keys each, the 32 mask reads independent (a key past
+    // the draft is not read). One key at a time in warpgroup 1's loop, this cost tree32 26 us
+    // of 268 (cuda/NOTES.md v13).
+    const int r = tid >> 1, half = tid & 1;
+    const int64_t row = w.row0 + r;
+    MaskRow mrow{};
+    if (draft_tiles > 0 && row < w.valid_rows)
+      mrow = mask_row(p, blockIdx.y, w.e, static_cast<int32_t>(row / H));
+#pragma unroll 1
+    for (int tile = 0; tile < kBufs && tile < draft_tiles; ++tile) {
+      uint64_t bits = 0;
+      if (row < w.valid_rows)
+        bits = mrow.bits<32, 32>(w.keys.draft_begin + tile * kKvTile + half * 32,
+                                 w.keys.draft_end)
+               << (half * 32);
+      bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
+      if (half == 0) vis_words(tile)[r] = bits;
+    }
+    cp_async_wait<0>();
+    // Q staged and the visibility words written, for all of warpgroup 0. (All 256 threads,
+    // warpgroup 1 matching it: compute-sanitizer racecheck lost track of every later barrier
+    // after a 128-thread named barrier.)
+    sync_all_warpgroups();
+  }
 
   // Q's latent columns as wgmma A fragments: k16 step 4 c + ks is columns 64 c + 16 ks ..,
   // ldmatrix.x4 of rows wq * 16 + (lane & 15), 16-byte unit 2 ks + (lane >> 4).
@@ -451,12 +508,17 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
                                : reinterpret_cast<const int64_t*>(draft_first)[key];
     return prefix_indices[key];
   };
-  int64_t next_slot[4];
+  // The slots of tiles 0 and 1, loaded together (the loads of tile 1's would otherwise wait for
+  // tile 0's copies to be issued, one more memory latency before the pipeline is full).
+  int64_t next_slot[4], slot1[4];
 #pragma unroll
-  for (int kk = 0; kk < 4; ++kk) next_slot[kk] = load_slot(0, kk);
+  for (int kk = 0; kk < 4; ++kk) {
+    next_slot[kk] = load_slot(0, kk);
+    slot1[kk] = load_slot(1, kk);
+  }
   // Issues the whole of tile `tile` into buffer tile % 3; past the last key the rows are
   // zero-filled (src-size 0), so stale keys never meet a probability.
-  auto issue_tile = [&](int tile) {
+  auto issue_tile = [&](int tile, bool load_next) {
     const int b = tile % kBufs;
     const uint32_t dst0 = kv_buf(b) + ld_key * 128 + ((ld_u ^ (ld_key & 7)) * 16);
 #pragma unroll
@@ -482,38 +544,37 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
       cp_async16(dst + 8 * kBlockBytes, rope, bytes);
     }
     mbar_arrive_on_copies(bar_full(b));
+    if (load_next) {
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) next_slot[kk] = load_slot(tile + 1, kk);
+      for (int kk = 0; kk < 4; ++kk) next_slot[kk] = load_slot(tile + 1, kk);
+    }
   };
   // Draft visibility of draft tile `tile` >= kBufs (more than 192 draft keys in this block; the
   // first tiles are decoded in the prologue), one 64-bit word per row into vis_words(tile % 3),
-  // two threads per row, 32 keys each, while O is live (so one key at a time); written before
+  // two threads per row, 32 keys each, while O is live (4 reads in flight); written before
   // this thread's "landed" arrival for the tile, which publishes it.
   auto decode_vis = [&](int tile) {
     const BlockWork w = block_work(args);
     const int r = lt >> 1, part = lt & 1;
     const int64_t row = w.row0 + r;
     uint64_t bits = 0;
-    if (row < w.valid_rows) {
-      const int32_t t = static_cast<int32_t>(row / p.num_heads);
-#pragma unroll 4
-      for (int k = 0; k < 32; ++k) {
-        const int key_local = part * 32 + k;
-        const int64_t key = w.keys.draft_begin + tile * kKvTile + key_local;
-        if (key < w.keys.draft_end && mask_bit(p, blockIdx.y, w.e, t, static_cast<int32_t>(key)))
-          bits |= 1ull << key_local;
-      }
-    }
+    if (row < w.valid_rows)
+      bits = mask_row(p, blockIdx.y, w.e, static_cast<int32_t>(row / p.num_heads))
+                 .bits<32, 4>(w.keys.draft_begin + tile * kKvTile + part * 32, w.keys.draft_end)
+             << (part * 32);
     bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
     if (part == 0) vis_words(tile % kBufs)[r] = bits;
   };
   auto load_tile = [&](int tile) {
     if (tile >= kBufs && tile < draft_tiles) decode_vis(tile);  // the first kBufs: prologue
-    issue_tile(tile);
+    issue_tile(tile, true);
   };
 
-  load_tile(0);
+  issue_tile(0, false);
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) next_slot[kk] = slot1[kk];
   if (num_tiles > 1) load_tile(1);
+  sync_all_warpgroups();  // warpgroup 0's: Q staged
   sync_all_warpgroups();  // warpgroup 0 has Q in registers: buffer 2 is free
   if (num_tiles > 2) load_tile(2);
 
@@ -559,7 +620,9 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
 }  // namespace
 
 __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const PartialArgs args) {
-  const VerifyParams& p = args.p;
+  // The merge kernel (a programmatic dependent launch) may be scheduled once every block has
+  // started; its blocks wait for this grid's completion before reading anything it writes.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const BlockWork w = block_work(args);
   if (w.row0 >= w.valid_rows) return;
   if (w.keys.empty()) return;  // the merge skips empty splits by the same range function
@@ -584,56 +647,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
     }
   }
 
-  // ---- Q tile: 64 rows x 72 units of 16 bytes, rows past the request zero-filled. The latent
-  // 64 units are staged in buffer 2 (warpgroup 0 loads them into registers before tile 2 is
-  // gathered there); the rope units go to their own block for the whole kernel. ----
-  {
-    const int32_t H = p.num_heads;
-    const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
-    for (int u = tid; u < kRows * 72; u += kThreads) {
-      const int r = u / 72, unit = u % 72;
-      const int64_t row = w.row0 + r;
-      const bool ok = row < w.valid_rows;
-      const int64_t t = ok ? row / H : 0, h = ok ? row % H : 0;
-      const int64_t col =
-          unit < 64 ? p.q_latent_offset + unit * 8 : p.q_rope_offset + (unit - 64) * 8;
-      const __nv_bfloat16* src =
-          qbase + (w.e.q_begin + t) * p.q_token_stride + h * p.q_head_stride + col;
-      const uint32_t blk = unit < 64 ? kv_buf(2) + (unit >> 3) * kBlockBytes
-                                     : smem_base() + kOffQRope;
-      cp_async16(blk + r * 128 + (((unit & 7) ^ (r & 7)) * 16), ok ? src : qbase, ok ? 16 : 0);
-    }
-    cp_async_commit();
-  }
-  // Draft visibility of the first kBufs tiles (usually all of the draft: D <= 192), by all 256
-  // threads while Q streams in, before any accumulator is live: four threads per row, 16 keys
-  // each, the 16 mask reads independent (a key past the draft is not read). Decoded one key at
-  // a time by the loader alone, this cost tree32 26 us of 268 (cuda/NOTES.md v13).
-  if (draft_tiles > 0) {
-    const int r = tid >> 2, part = tid & 3;
-    const int64_t row = w.row0 + r;
-    const int32_t node = row < w.valid_rows ? static_cast<int32_t>(row / p.num_heads) : 0;
-#pragma unroll 1
-    for (int tile = 0; tile < kBufs && tile < draft_tiles; ++tile) {
-      uint64_t bits = 0;
-      if (row < w.valid_rows) {
-#pragma unroll
-        for (int k = 0; k < 16; ++k) {
-          const int key_local = part * 16 + k;
-          const int64_t key = w.keys.draft_begin + tile * kKvTile + key_local;
-          const bool on = key < w.keys.draft_end
-                              ? mask_bit(p, blockIdx.y, w.e, node, static_cast<int32_t>(key))
-                              : false;
-          bits |= static_cast<uint64_t>(on) << key_local;
-        }
-      }
-      bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
-      bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
-      if (part == 0) vis_words(tile)[r] = bits;
-    }
-  }
-  cp_async_wait<0>();
-  __syncthreads();  // Q staged, the first tiles' visibility written, the barriers initialized
+  __syncthreads();  // the barriers initialized, before any arrival
 
   // Warpgroup 0 computes S and the softmax; broadcast from lane 0 so the compiler can see the
   // branch is warp-uniform (C7520, as above).

@@ -70,6 +70,21 @@ MLAV_HD FoldedRange folded_range(int64_t prefix_len, int64_t draft_nodes, int32_
   return r;
 }
 
+// How many splits hold keys. Both plans fill splits from the front, so the non-empty ones are
+// exactly splits 0 .. count - 1 (tests/model/test_split_plan.cpp checks this against the range
+// functions).
+MLAV_HD int32_t nonempty_splits(int64_t prefix_len, int32_t num_splits) {
+  const int64_t tiles = ceil_div(prefix_len, kKvTile);
+  if (tiles <= 0) return 0;
+  return static_cast<int32_t>(ceil_div(tiles, ceil_div(tiles, num_splits)));
+}
+MLAV_HD int32_t folded_nonempty_splits(int64_t prefix_len, int64_t draft_nodes,
+                                       int32_t num_splits) {
+  const int64_t total = ceil_div(draft_nodes, kKvTile) + ceil_div(prefix_len, kKvTile);
+  if (total <= 0) return 0;
+  return static_cast<int32_t>(ceil_div(total, ceil_div(total, num_splits)));
+}
+
 // Partials per (token, head): splits 0..num_splits-1 over the prefix, then one more (index
 // num_splits) for the tree-masked draft block (unused, never read, under the folded plan). Each
 // partial is (o[512] fp32 normalized, lse fp32).

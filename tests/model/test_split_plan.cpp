@@ -50,6 +50,9 @@ void check_folded(int64_t P, int64_t D, int32_t ns) {
   EXPECT_EQ(draft_at, D);
   EXPECT_EQ(prefix_at, P);
   EXPECT_EQ(largest, chunk);
+  // The non-empty splits are exactly the first folded_nonempty_splits.
+  const int32_t n = folded_nonempty_splits(P, D, ns);
+  for (int32_t s = 0; s < ns; ++s) EXPECT_EQ(folded_range(P, D, ns, s).empty(), s >= n) << s;
 }
 
 TEST(SplitPlan, FoldedCoversEveryKeyOnceInEvenWholeTiles) {
@@ -82,7 +85,7 @@ TEST(SplitPlan, FoldedOnTheBenchmarkShapes) {
   EXPECT_TRUE(folded_range(0, 16, 4, 1).empty());
 }
 
-TEST(SplitPlan, PrefixSplitsCoverThePrefixOnce) {
+TEST(SplitPlan, PrefixSplitsCoverThePrefixOnceFromTheFront) {
   for (int64_t P : {0, 1, 63, 64, 65, 8192, 8200})
     for (int32_t ns : {1, 2, 3, 7, 64}) {
       int64_t at = 0;
@@ -93,6 +96,8 @@ TEST(SplitPlan, PrefixSplitsCoverThePrefixOnce) {
         at = r.end;
       }
       EXPECT_EQ(at, P) << "P " << P << " NSPLIT " << ns;
+      const int32_t n = nonempty_splits(P, ns);
+      for (int32_t s = 0; s < ns; ++s) EXPECT_EQ(split_range(P, ns, s).empty(), s >= n) << s;
     }
 }
 
