@@ -72,8 +72,12 @@ __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-__device__ __forceinline__ void mbar_arrive_on_copies(uint32_t bar) {
+// Arrives once this thread's earlier cp.async have completed (counted in the barrier's 256).
+__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_on_copies(uint32_t bar) {
+  cp_async_arrive_noinc(bar);
   mbar_arrive(bar);
 }
 // Waits until the phase with parity `parity` of the barrier has completed.
@@ -237,7 +241,8 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
   const int frag_col = (lane & 3) * 2;   // accumulator columns 8 i + frag_col, + 1
   const int r0 = wq * 16 + (lane >> 2);  // accumulator rows r0 and r0 + 8
 
-  // ---- Prologue, while warpgroup 1's gathers of tiles 0 and 1 are in flight. Q: 64 rows x 72
+  // ---- Prologue, while warpgroup 1's gathers of tiles 0 and 1 are in flight and it decodes
+  // the first tiles' draft visibility. Q: 64 rows x 72
   // units of 16 bytes, rows past the request zero-filled; warp wq copies its 16 rows, each row
   // as three warp-wide runs (units lane, lane + 32, lane + 64 < 72). The latent 64 units are
   // staged in buffer 2 (loaded into registers below, before tile 2 is gathered there); the rope
@@ -267,29 +272,10 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
       }
     }
     cp_async_commit();
-    // Draft visibility of the first kBufs tiles (usually the whole draft: D <= 192), while Q
-    // streams in: two threads per row, 32 keys each, the 32 mask reads independent (a key past
-    // the draft is not read). One key at a time in warpgroup 1's loop, this cost tree32 26 us
-    // of 268 (cuda/NOTES.md v13).
-    const int r = tid >> 1, half = tid & 1;
-    const int64_t row = w.row0 + r;
-    MaskRow mrow{};
-    if (draft_tiles > 0 && row < w.valid_rows)
-      mrow = mask_row(p, blockIdx.y, w.e, static_cast<int32_t>(row / H));
-#pragma unroll 1
-    for (int tile = 0; tile < kBufs && tile < draft_tiles; ++tile) {
-      uint64_t bits = 0;
-      if (row < w.valid_rows)
-        bits = mrow.bits<32, 32>(w.keys.draft_begin + tile * kKvTile + half * 32,
-                                 w.keys.draft_end)
-               << (half * 32);
-      bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
-      if (half == 0) vis_words(tile)[r] = bits;
-    }
     cp_async_wait<0>();
-    // Q staged and the visibility words written, for all of warpgroup 0. (All 256 threads,
-    // warpgroup 1 matching it: compute-sanitizer racecheck lost track of every later barrier
-    // after a 128-thread named barrier.)
+    // Q staged, for all of warpgroup 0. (All 256 threads, warpgroup 1 matching it:
+    // compute-sanitizer racecheck lost track of every later barrier after a 128-thread named
+    // barrier.)
     sync_all_warpgroups();
   }
 
@@ -354,9 +340,10 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
 
     // Online softmax of the tile (split_plan.h numerics 2, scores in log2 units as in v4).
     // Keys past the prefix range (last tile only) and, in draft tiles, keys the tree hides or
-    // past the draft get -inf: probability exactly 0. Scores stay raw here; the log2-unit scale c = sm_scale log2(e) > 0 (checked on the host)
-    // is applied inside the exponent's FFMA. Rounding is monotonic, so fl(max s * c) is the max
-    // of fl(s c): the row max is the one the scaled scores would give.
+    // past the draft get -inf: probability exactly 0. Scores stay raw here; the log2-unit scale
+    // c = sm_scale log2(e) > 0 (checked on the host) is applied inside the exponent's FFMA.
+    // Rounding is monotonic, so fl(max s * c) is the max of fl(s c): the row max is the one the
+    // scaled scores would give.
     if (tile + 1 == num_tiles && last_keys < kKvTile) {
 #pragma unroll
       for (int i = 0; i < 8; ++i)
@@ -518,7 +505,9 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
   }
   // Issues the whole of tile `tile` into buffer tile % 3; past the last key the rows are
   // zero-filled (src-size 0), so stale keys never meet a probability.
-  auto issue_tile = [&](int tile, bool load_next) {
+  // own_arrival false: the caller arrives on the tile's "landed" barrier itself, later (the
+  // prologue, which decodes visibility words first: the arrival publishes them).
+  auto issue_tile = [&](int tile, bool load_next, bool own_arrival) {
     const int b = tile % kBufs;
     const uint32_t dst0 = kv_buf(b) + ld_key * 128 + ((ld_u ^ (ld_key & 7)) * 16);
 #pragma unroll
@@ -543,7 +532,10 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
       for (int c = 0; c < 8; ++c) cp_async16(dst + c * kBlockBytes, lat + c * 64, bytes);
       cp_async16(dst + 8 * kBlockBytes, rope, bytes);
     }
-    mbar_arrive_on_copies(bar_full(b));
+    if (own_arrival)
+      mbar_arrive_on_copies(bar_full(b));
+    else
+      cp_async_arrive_noinc(bar_full(b));
     if (load_next) {
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) next_slot[kk] = load_slot(tile + 1, kk);
@@ -567,13 +559,39 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
   };
   auto load_tile = [&](int tile) {
     if (tile >= kBufs && tile < draft_tiles) decode_vis(tile);  // the first kBufs: prologue
-    issue_tile(tile, true);
+    issue_tile(tile, true, true);
   };
 
-  issue_tile(0, false);
+  issue_tile(0, false, false);
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) next_slot[kk] = slot1[kk];
-  if (num_tiles > 1) load_tile(1);
+  if (num_tiles > 1) issue_tile(1, true, false);
+  // Draft visibility of the first kBufs tiles (usually the whole draft: D <= 192), while the
+  // copies above fly and warpgroup 0 loads Q: two threads per row, 32 keys each, the mask reads
+  // independent (a key past the draft is not read). Published by this thread's arrivals on the
+  // tiles' "landed" barriers (tiles 0 and 1 right below, tile 2 when it is issued). Done by
+  // warpgroup 0 before it loads Q, it delayed the blocks that hold draft tiles by ~3.5 us on
+  // ddtree128 (cuda/NOTES.md v14); one key at a time in the loop below, tree32 26 us (v13).
+  if (draft_tiles > 0) {
+    const BlockWork w = block_work(args);
+    const int r = lt >> 1, half = lt & 1;
+    const int64_t row = w.row0 + r;
+    MaskRow mrow{};
+    if (row < w.valid_rows)
+      mrow = mask_row(p, blockIdx.y, w.e, static_cast<int32_t>(row / p.num_heads));
+#pragma unroll 1
+    for (int tile = 0; tile < kBufs && tile < draft_tiles; ++tile) {
+      uint64_t bits = 0;
+      if (row < w.valid_rows)
+        bits = mrow.bits<32, 32>(w.keys.draft_begin + tile * kKvTile + half * 32,
+                                 w.keys.draft_end)
+               << (half * 32);
+      bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
+      if (half == 0) vis_words(tile)[r] = bits;
+    }
+  }
+  mbar_arrive(bar_full(0));
+  if (num_tiles > 1) mbar_arrive(bar_full(1));
   sync_all_warpgroups();  // warpgroup 0's: Q staged
   sync_all_warpgroups();  // warpgroup 0 has Q in registers: buffer 2 is free
   if (num_tiles > 2) load_tile(2);
