@@ -27,7 +27,46 @@
 #include "cuda/verify_kernel.cuh"
 #include "cuda/wgmma_ops.cuh"
 
+#ifdef MLAV_WGMMA_TRACE
+#include <algorithm>
+#include <cstdio>
+#endif
+
 namespace mlaverify::cuda::detail {
+
+#ifdef MLAV_WGMMA_TRACE
+// Timing-only builds (never the kernel; PTX without the flag is unchanged):
+//   scripts/variant_bench.sh trace cuda/verify_partial_wgmma.cu -DMLAV_WGMMA_TRACE
+// stages .device/verify_bench_trace, which prints, after each workload (from the next
+// workload's initialize, on the host: a printf in the kernel makes ptxas serialize the wgmma,
+// C7510), every block's globaltimer at its start, warpgroup 0's loop start and end, its end and
+// its SM, for the 31st launch since the previous print (the last workload's is never printed).
+// scripts/trace_summary.py condenses that per split. cuda/NOTES.md v14 has what it found.
+enum TraceField { kTraceStart, kTraceLoop, kTraceLoopEnd, kTraceEnd, kTraceSm, kTraceFields };
+constexpr unsigned kTraceLaunch = 30;
+constexpr unsigned kTraceBlocks = 4096;
+__device__ unsigned long long g_trace[kTraceBlocks][kTraceFields];
+__device__ unsigned g_trace_tickets;
+__device__ unsigned g_trace_grid[3];
+__device__ __forceinline__ unsigned long long trace_now() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned trace_block() {
+  return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+}
+// Thread 0 records a point until the traced launch has sealed this block's record.
+__device__ __forceinline__ void trace_point(TraceField f) {
+  const unsigned b = trace_block();
+  if (threadIdx.x == 0 && b < kTraceBlocks && g_trace[b][kTraceEnd] == 0)
+    g_trace[b][f] = trace_now();
+}
+#define MLAV_TRACE(field) trace_point(field)
+#else
+#define MLAV_TRACE(field) ((void)0)
+#endif
+
 namespace {
 
 static_assert(kThreads == 256, "2 warpgroups: S and softmax, the gather");
@@ -295,6 +334,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
       }
   }
   sync_all_warpgroups();  // buffer 2 may now receive tile 2
+  MLAV_TRACE(kTraceLoop);
 
   float m_run[2] = {-INFINITY, -INFINITY};  // rows r0, r0 + 8, in log2 units
   float l_run[2] = {0.f, 0.f};
@@ -430,6 +470,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
   issue_pv<kCols0, 0>(o, (num_tiles - 1) % kBufs);
   wgmma_wait<0>();
   fence_regs(o);
+  MLAV_TRACE(kTraceLoopEnd);
 
   // Row totals of the partial (split_plan.h numerics 3): 1 / l for both warpgroups.
 #pragma unroll
@@ -638,6 +679,12 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
 }  // namespace
 
 __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const PartialArgs args) {
+#ifdef MLAV_WGMMA_TRACE
+  const unsigned long long trace_t0 = trace_now();
+  unsigned trace_launch = 0;
+  if (threadIdx.x == 0)
+    trace_launch = atomicAdd(&g_trace_tickets, 1u) / (gridDim.x * gridDim.y * gridDim.z);
+#endif
   // The merge kernel (a programmatic dependent launch) may be scheduled once every block has
   // started; its blocks wait for this grid's completion before reading anything it writes.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
@@ -681,9 +728,60 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
     pv_warpgroup(args, num_tiles, draft_tiles, static_cast<int>(w.keys.draft_keys()),
                  static_cast<int>(w.keys.prefix_keys()));
   }
+#ifdef MLAV_WGMMA_TRACE
+  __syncthreads();
+  const unsigned b = trace_block();
+  if (tid == 0 && trace_launch == kTraceLaunch && b < kTraceBlocks) {
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    g_trace[b][kTraceStart] = trace_t0;
+    g_trace[b][kTraceSm] = sm;
+    g_trace[b][kTraceEnd] = trace_now();  // seals the record
+    if (b == 0) {
+      g_trace_grid[0] = gridDim.x;
+      g_trace_grid[1] = gridDim.y;
+      g_trace_grid[2] = gridDim.z;
+    }
+  }
+#endif
 }
 
+#ifdef MLAV_WGMMA_TRACE
+// Prints the traced launch of the previous workload (if it got that far) and rearms the trace.
+static void dump_trace() {
+  static unsigned long long tr[kTraceBlocks][kTraceFields];
+  CUDA_CHECK(cudaDeviceSynchronize());
+  unsigned grid[3] = {0, 0, 0};
+  CUDA_CHECK(cudaMemcpyFromSymbol(grid, g_trace_grid, sizeof grid));
+  CUDA_CHECK(cudaMemcpyFromSymbol(tr, g_trace, sizeof tr));
+  const unsigned nb = std::min(grid[0] * grid[1] * grid[2], kTraceBlocks);
+  unsigned long long t0 = ~0ull, t1 = 0;
+  for (unsigned i = 0; i < nb; ++i)
+    if (tr[i][kTraceEnd] != 0) {
+      t0 = std::min(t0, tr[i][kTraceStart]);
+      t1 = std::max(t1, tr[i][kTraceEnd]);
+    }
+  if (t1 != 0) {
+    std::printf("TRACE grid %u %u %u span %.2f us\n", grid[0], grid[1], grid[2], (t1 - t0) * 1e-3);
+    auto us = [&](unsigned long long t) { return t >= t0 ? (t - t0) * 1e-3 : -1.0; };
+    for (unsigned i = 0; i < nb; ++i)
+      if (tr[i][kTraceEnd] != 0)
+        std::printf("TB %4u z %2u sm %3llu start %7.2f pro %7.2f loop %7.2f end %7.2f\n", i,
+                    i / (grid[0] * grid[1]), tr[i][kTraceSm], us(tr[i][kTraceStart]),
+                    us(tr[i][kTraceLoop]), us(tr[i][kTraceLoopEnd]), us(tr[i][kTraceEnd]));
+  }
+  static const unsigned long long zero[kTraceBlocks][kTraceFields] = {};
+  const unsigned z = 0, zg[3] = {0, 0, 0};
+  CUDA_CHECK(cudaMemcpyToSymbol(g_trace, zero, sizeof zero));
+  CUDA_CHECK(cudaMemcpyToSymbol(g_trace_tickets, &z, sizeof z));
+  CUDA_CHECK(cudaMemcpyToSymbol(g_trace_grid, zg, sizeof zg));
+}
+#endif
+
 void prepare_partial_wgmma() {
+#ifdef MLAV_WGMMA_TRACE
+  dump_trace();
+#endif
   CUDA_CHECK(cudaFuncSetAttribute(verify_partial_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   kWgmmaSmemBytes));
 }

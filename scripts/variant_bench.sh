@@ -3,6 +3,9 @@
 # the Hopper partial kernel, staged as .device/verify_bench_NAME beside the real one, so one
 # device call can time both (cuda/NOTES.md v13: "no softmax", "no gather", "no draft blocks").
 # Variants are measurements, never the kernel: nothing here touches build-cuda's own objects.
+# The per-block timing trace is such a variant of the kernel itself (cuda/NOTES.md v14):
+#   scripts/variant_bench.sh trace cuda/verify_partial_wgmma.cu -DMLAV_WGMMA_TRACE
+# then on the device .device/verify_bench_trace > t.txt, and scripts/trace_summary.py t.txt.
 # usage: scripts/variant_bench.sh NAME SOURCE [extra nvcc flags]
 #   SOURCE: an edited copy of cuda/verify_partial_wgmma.cu (anywhere; includes resolve against
 #   the repository). Run scripts/device_build.sh first (it configures build-cuda).
