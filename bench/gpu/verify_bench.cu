@@ -295,7 +295,7 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   // The kernel column: the partial kernel and, for wgmma, its draft plan (MLAV_DRAFT_PLAN).
   static std::string variant;
   variant = kernels[0].variant_name();
-  if (std::string(variant) == "wgmma") variant += kernels[0].folded() ? "/folded" : "/unfolded";
+  if (variant == "wgmma") variant += kernels[0].folded() ? "/folded" : "/unfolded";
   g_variant = variant.c_str();
   cudaGraph_t graph;
   cudaGraphExec_t exec;
