@@ -195,7 +195,8 @@ T* upload(const std::vector<T>& v) {
   return d;
 }
 
-const char* g_variant = "?";  // the partial kernel VerifyKernel chose (printed per row)
+// The partial kernel VerifyKernel chose and, for wgmma, its draft plan (printed per row).
+std::string g_variant = "?";
 
 // Times one workload at one split count: R rotations over distinct KV (> L2 in total), all
 // captured in one CUDA graph; median of graph replays divided by R.
@@ -292,11 +293,8 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
     pr.lse = lse + int64_t{r} * T * H;
     kernels[r].initialize(pr, ws, stream);
   }
-  // The kernel column: the partial kernel and, for wgmma, its draft plan (MLAV_DRAFT_PLAN).
-  static std::string variant;
-  variant = kernels[0].variant_name();
-  if (variant == "wgmma") variant += kernels[0].folded() ? "/folded" : "/unfolded";
-  g_variant = variant.c_str();
+  g_variant = kernels[0].variant_name();
+  if (g_variant == "wgmma") g_variant += kernels[0].folded() ? "/folded" : "/unfolded";
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -399,7 +397,7 @@ int main(int argc, char** argv) {
     std::printf("%-17s %6d %8.1f %8.0f %8.1f %7.1f %6.0f%% %8.1fx %8.1fx %7.0f  %s\n", w.name,
                 best_s, best_us, kvb / (best_us * 1e-6) / 1e9, fl / (best_us * 1e-6) / 1e12,
                 roof_us, 100.0 * roof_us / best_us, w.triton_us / best_us, w.torch_us / best_us,
-                w.roofline_us, g_variant);
+                w.roofline_us, g_variant.c_str());
   }
   return 0;
 }
