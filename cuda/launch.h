@@ -19,6 +19,10 @@ struct PartialArgs {
   // partial (the mma.sync kernels); true, the folded plan (the wgmma kernel), whose partial
   // num_splits is never written.
   bool folded = false;
+  // The wgmma kernel, folded plan only: the num_splits blocks of a row tile run as one thread
+  // block cluster and merge their partials through distributed shared memory themselves
+  // (ws_o / ws_lse unused, no merge launch). launch_partial_wgmma launches the clusters.
+  bool cluster_merge = false;
 };
 
 // Raise the dynamic shared-memory limit of the partial kernel (host call; before capture).
@@ -30,6 +34,9 @@ void launch_partial_stages6(const PartialArgs& args, CUstream_st* stream);
 // The sm_90a wgmma kernel; defined only where CMAKE_CUDA_ARCHITECTURES holds 90.
 void prepare_partial_wgmma();
 void launch_partial_wgmma(const PartialArgs& args, CUstream_st* stream);
+// How many clusters of `cluster_size` wgmma blocks (one SM each) the device holds at once
+// (cudaOccupancyMaxActiveClusters; host call, after prepare_partial_wgmma).
+int max_active_clusters_wgmma(int cluster_size);
 // Enqueue the merge kernel, one warp per (token, head) row.
 void launch_merge(const PartialArgs& args, CUstream_st* stream);
 

@@ -46,6 +46,26 @@ bool choose_folded(const char* requested, int32_t batch_size, int32_t num_heads,
   return free_sms <= 0 || ceil_div(draft_blocks, free_sms) > 2;
 }
 
+bool choose_cluster_merge(const char* requested, bool folded, int32_t num_splits,
+                          int max_active_clusters, int64_t grid_blocks, int sm_count) {
+  const std::string want = requested ? requested : "";
+  if (want == "kernel") return false;
+  if (!want.empty() && want != "cluster")
+    throw InvalidInput("MLAV_MERGE", -1,
+                       "\"" + want + "\" is not a merge: expected cluster or kernel");
+  const bool possible = folded && num_splits >= 1 && num_splits <= kMaxClusterMerge &&
+                        max_active_clusters >= 1;
+  if (want == "cluster") {
+    if (!possible)
+      throw Unsupported("MLAV_MERGE=cluster needs the wgmma kernel's folded plan, at most " +
+                        std::to_string(kMaxClusterMerge) + " splits (here " +
+                        std::to_string(num_splits) + ") and a device that runs such clusters");
+    return true;
+  }
+  return possible && int64_t{max_active_clusters} * num_splits >=
+                         std::min<int64_t>(grid_blocks, sm_count);
+}
+
 Support VerifyKernel::can_implement(const VerifyParams& p) {
   return detail::check_static(p, /*check_pointers=*/true);
 }
@@ -84,13 +104,23 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   if (variant_ == KernelVariant::Mma6) detail::prepare_partial_stages6();
 #endif
   if (variant_ == KernelVariant::Mma2) detail::prepare_partial_stages2();
-  folded_ = false;
-  if (variant_ == KernelVariant::Wgmma) {
-    int sms = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    folded_ = choose_folded(std::getenv("MLAV_DRAFT_PLAN"), p.batch_size, p.num_heads, p.max_draft,
-                            p.num_splits, sms);
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  folded_ = variant_ == KernelVariant::Wgmma &&
+            choose_folded(std::getenv("MLAV_DRAFT_PLAN"), p.batch_size, p.num_heads, p.max_draft,
+                          p.num_splits, sms);
+  // Clusters exist only for the wgmma kernel's folded plan; for the others choose_cluster_merge
+  // still rejects MLAV_MERGE=cluster (or a misspelling) loudly.
+  int clusters = 0;
+  int64_t blocks = 0;
+#ifdef MLAV_HAVE_SM90_VARIANT
+  if (folded_ && p.num_splits <= kMaxClusterMerge) {
+    clusters = detail::max_active_clusters_wgmma(p.num_splits);
+    blocks = int64_t{p.batch_size} * row_tiles(p.max_draft, p.num_heads) * p.num_splits;
   }
+#endif
+  cluster_merge_ =
+      choose_cluster_merge(std::getenv("MLAV_MERGE"), folded_, p.num_splits, clusters, blocks, sms);
   params_ = p;
   workspace_ = workspace;
   stream_ = stream;
@@ -106,12 +136,13 @@ void VerifyKernel::run() {
   args.ws_lse =
       args.ws_o + static_cast<size_t>(num_partials(params_.num_splits)) * rows * kLatentDim;
   args.folded = folded_;
+  args.cluster_merge = cluster_merge_;
 #ifdef MLAV_HAVE_SM90_VARIANT
   if (variant_ == KernelVariant::Wgmma) detail::launch_partial_wgmma(args, stream_);
   if (variant_ == KernelVariant::Mma6) detail::launch_partial_stages6(args, stream_);
 #endif
   if (variant_ == KernelVariant::Mma2) detail::launch_partial_stages2(args, stream_);
-  detail::launch_merge(args, stream_);
+  if (!cluster_merge_) detail::launch_merge(args, stream_);
 }
 
 const char* variant_name(KernelVariant v) {

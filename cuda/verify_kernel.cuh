@@ -195,20 +195,97 @@ __device__ __forceinline__ MaskRow mask_row(const VerifyParams& p, int32_t req,
   return m;
 }
 
-// Row r's softmax totals at the end of a partial (split_plan.h numerics 3): 1 / l to row_inv_l
-// (0 for a row that saw nothing) and lse = ln 2 * (m2 + log2 l), the natural log of the partial's
-// normalizer from the log2-unit running max m2, to the workspace (-inf for an empty row).
+// A row's softmax totals at the end of a partial (split_plan.h numerics 3): 1 / l (0 for a row
+// that saw nothing) and lse = ln 2 * (m2 + log2 l), the natural log of the partial's normalizer
+// from the log2-unit running max m2 (-inf for an empty row).
+__device__ __forceinline__ float row_lse(float l, float m2, float& inv_l) {
+  const bool empty = l == 0.f;
+  inv_l = empty ? 0.f : 1.f / l;
+  return empty ? -INFINITY : 0.6931471805599453f * (m2 + log2f(l));
+}
+
+// Row r's totals: 1 / l to row_inv_l, lse to the workspace.
 __device__ __forceinline__ void store_row_totals(const PartialArgs& args, int64_t partial,
                                                  const RequestExtent& e, int64_t row0,
                                                  int64_t valid_rows, int r, float l, float m2,
                                                  float* row_inv_l) {
   const int32_t H = args.p.num_heads;
-  const bool empty = l == 0.f;
-  row_inv_l[r] = empty ? 0.f : 1.f / l;
+  const float lse = row_lse(l, m2, row_inv_l[r]);
   const int64_t row = row0 + r;
   if (row < valid_rows)
-    args.ws_lse[partial * args.p.max_total_q * H + (e.q_begin + row / H) * H + row % H] =
-        empty ? -INFINITY : 0.6931471805599453f * (m2 + log2f(l));
+    args.ws_lse[partial * args.p.max_total_q * H + (e.q_begin + row / H) * H + row % H] = lse;
+}
+
+// The merge of one output row (split_plan.h numerics 4 and 5) by one warp: lane l holds the lse
+// of partials l, l + 32, .. (-inf for an empty, unwritten or fully masked one) and sums columns
+// 4 l + 128 c .. + 3, c = 0..3, of each partial, read by load_o(s, c) as a float4, in partial
+// index order (the CPU backend's order: the same fp32 sums). Writes o_lat and lse of (token,
+// head). The merge kernel reads the partials from the workspace, the wgmma kernel's cluster
+// merge from its cluster's shared memory; the arithmetic is this one function.
+template <int kLsePerLane, class LoadO>
+__device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, int32_t head,
+                                          const float (&lse_l)[kLsePerLane], int32_t np,
+                                          LoadO&& load_o) {
+  const int lane = threadIdx.x & 31;
+  float big_m = lse_l[0];
+#pragma unroll
+  for (int k = 1; k < kLsePerLane; ++k) big_m = fmaxf(big_m, lse_l[k]);
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1)
+    big_m = fmaxf(big_m, __shfl_xor_sync(0xffffffffu, big_m, off));
+
+  float4 o[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) o[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+  float wsum = 0.f;
+  if (big_m != -INFINITY) {
+#pragma unroll 4
+    for (int32_t s = 0; s < np; ++s) {
+      float mine = lse_l[0];  // lse_l[s / 32], without indexing registers dynamically
+#pragma unroll
+      for (int k = 1; k < kLsePerLane; ++k)
+        if (s >= 32 * k) mine = lse_l[k];
+      const float lse_s = __shfl_sync(0xffffffffu, mine, s & 31);
+      if (lse_s == -INFINITY) continue;  // empty, unwritten or fully masked
+      // Each o_s is normalized by its own sum; w_s = exp(lse_s - M) restores its share of the
+      // global sum, which is what makes the merge exact. lse_s <= M, so w_s <= 1: no overflow.
+      const float w = expf(lse_s - big_m);
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const float4 v = load_o(s, c);
+        o[c].x += w * v.x;
+        o[c].y += w * v.y;
+        o[c].z += w * v.z;
+        o[c].w += w * v.w;
+      }
+      wsum += w;
+    }
+    const float inv = 1.f / wsum;  // wsum >= 1: the partial at the max has w = 1
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      o[c].x *= inv;
+      o[c].y *= inv;
+      o[c].z *= inv;
+      o[c].w *= inv;
+    }
+  }
+  const int64_t o_off = token * p.o_token_stride + head * p.o_head_stride + lane * 4;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    if (p.o_dtype == DType::BF16) {
+      __nv_bfloat16* dst = static_cast<__nv_bfloat16*>(p.o_lat) + o_off + 128 * c;
+      // Round once, to nearest even (split_plan.h numerics 5), and store 4 columns as 8 bytes.
+      auto bits = [](float v) {
+        return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v)));
+      };
+      *reinterpret_cast<uint2*>(dst) = make_uint2(bits(o[c].x) | (bits(o[c].y) << 16),
+                                                  bits(o[c].z) | (bits(o[c].w) << 16));
+    } else {
+      *reinterpret_cast<float4*>(static_cast<float*>(p.o_lat) + o_off + 128 * c) = o[c];
+    }
+  }
+  if (lane == 0)
+    p.lse[token * p.num_heads + head] = big_m == -INFINITY ? -INFINITY : big_m + logf(wsum);
 }
 
 // ---------------------------------------------------------------------------------------------

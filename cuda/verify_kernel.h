@@ -77,6 +77,19 @@ KernelVariant choose_variant(const char* requested, int major, int minor, bool h
 bool choose_folded(const char* requested, int32_t batch_size, int32_t num_heads, int32_t max_draft,
                    int32_t num_splits, int sm_count);
 
+// Whether the wgmma kernel merges its partials itself, each row tile's num_splits blocks as one
+// thread block cluster reading each other's shared memory (no fp32 partials through global
+// memory, no merge launch), or leaves them to the merge kernel. Only the folded plan has all of
+// a row tile's work in one cluster's blocks, and clusters of more than 8 blocks are not
+// portable. By default: clusters when the device holds as many blocks at once as clusters as
+// without them (max_active_clusters * num_splits >= min(grid blocks, SMs)), so the clusters
+// cost no SM. `requested` is MLAV_MERGE: null or "" for this rule, "kernel" for the merge
+// kernel, "cluster" to force clusters (Unsupported naming MLAV_MERGE where impossible);
+// anything else is InvalidInput naming it.
+bool choose_cluster_merge(const char* requested, bool folded, int32_t num_splits,
+                          int max_active_clusters, int64_t grid_blocks, int sm_count);
+inline constexpr int32_t kMaxClusterMerge = 8;
+
 // One verify launch over DEVICE pointers. Lifecycle: can_implement -> workspace_bytes ->
 // initialize (once, outside capture) -> run (any number of times, capturable in a CUDA graph).
 // Every size that varies per step is read on the device from the metadata buffers; run() does no
@@ -100,6 +113,9 @@ class VerifyKernel {
   // Whether the draft keys join the prefix splits (split_plan.h's folded plan; the wgmma kernel
   // only: choose_folded with MLAV_DRAFT_PLAN) or get blocks of their own.
   bool folded() const { return folded_; }
+  // Whether the partial kernel merges in clusters (choose_cluster_merge with MLAV_MERGE) rather
+  // than through the merge kernel.
+  bool cluster_merge() const { return cluster_merge_; }
 
  private:
   VerifyParams params_{};
@@ -107,6 +123,7 @@ class VerifyKernel {
   CUstream_st* stream_ = nullptr;
   KernelVariant variant_ = KernelVariant::Mma2;
   bool folded_ = false;
+  bool cluster_merge_ = false;
   bool initialized_ = false;
 };
 

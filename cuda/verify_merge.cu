@@ -70,62 +70,10 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
     const int32_t s = lane + 32 * k;
     lse_l[k] = s < np && written(s) ? args.ws_lse[s * rows_total + out_row] : -INFINITY;
   }
-  float big_m = fmaxf(lse_l[0], fmaxf(lse_l[1], lse_l[2]));
-#pragma unroll
-  for (int off = 16; off >= 1; off >>= 1)
-    big_m = fmaxf(big_m, __shfl_xor_sync(0xffffffffu, big_m, off));
-
-  float4 o[4];
-#pragma unroll
-  for (int c = 0; c < 4; ++c) o[c] = make_float4(0.f, 0.f, 0.f, 0.f);
-  float wsum = 0.f;
-  if (big_m != -INFINITY) {
-    // Partials in index order, as in the CPU backend: the same fp32 sums in the same order.
-#pragma unroll 4
-    for (int32_t s = 0; s < np; ++s) {
-      const float mine = s < 32 ? lse_l[0] : (s < 64 ? lse_l[1] : lse_l[2]);
-      const float lse_s = __shfl_sync(0xffffffffu, mine, s & 31);
-      if (lse_s == -INFINITY) continue;  // empty, unwritten (-inf above) or fully masked
-      // Each o_s is normalized by its own sum; w_s = exp(lse_s - M) restores its share of the
-      // global sum, which is what makes the merge exact. lse_s <= M, so w_s <= 1: no overflow.
-      const float w = expf(lse_s - big_m);
-      const float* src = args.ws_o + (s * rows_total + out_row) * kLatentDim + lane * 4;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const float4 v = *reinterpret_cast<const float4*>(src + 128 * c);
-        o[c].x += w * v.x;
-        o[c].y += w * v.y;
-        o[c].z += w * v.z;
-        o[c].w += w * v.w;
-      }
-      wsum += w;
-    }
-    const float inv = 1.f / wsum;  // wsum >= 1: the partial at the max has w = 1
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      o[c].x *= inv;
-      o[c].y *= inv;
-      o[c].z *= inv;
-      o[c].w *= inv;
-    }
-  }
-  const int64_t o_off = token * p.o_token_stride + head * p.o_head_stride + lane * 4;
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    if (p.o_dtype == DType::BF16) {
-      __nv_bfloat16* dst = static_cast<__nv_bfloat16*>(p.o_lat) + o_off + 128 * c;
-      // Round once, to nearest even (split_plan.h numerics 5), and store 4 columns as 8 bytes.
-      auto bits = [](float v) {
-        return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v)));
-      };
-      *reinterpret_cast<uint2*>(dst) = make_uint2(bits(o[c].x) | (bits(o[c].y) << 16),
-                                                  bits(o[c].z) | (bits(o[c].w) << 16));
-    } else {
-      *reinterpret_cast<float4*>(static_cast<float*>(p.o_lat) + o_off + 128 * c) = o[c];
-    }
-  }
-  if (lane == 0)
-    p.lse[token * H + head] = big_m == -INFINITY ? -INFINITY : big_m + logf(wsum);
+  merge_row(p, token, head, lse_l, np, [&](int32_t s, int c) {
+    return *reinterpret_cast<const float4*>(args.ws_o + (s * rows_total + out_row) * kLatentDim +
+                                            lane * 4 + 128 * c);
+  });
 }
 
 void launch_merge(const PartialArgs& args, CUstream_st* stream) {

@@ -90,6 +90,14 @@ constexpr int kCols0 = 128;
 constexpr int kCols1 = (kLatentDim - kCols0) / 2;
 static_assert(kCols0 % 64 == 0 && kCols1 % 64 == 0, "whole V blocks");
 
+// Cluster merge (PartialArgs::cluster_merge): after the main loop the three KV buffers hold the
+// block's normalized partial, fp32 [64 rows][512], row r at kStashRowBytes r, its 16-byte unit
+// u at unit u ^ 2 (r & 7) (the fragment stores of 8 rows x 32 bytes hit distinct banks, a
+// warp's row read of 512 contiguous bytes too), then the rows' lse [64].
+constexpr int kStashRowBytes = kLatentDim * 4;
+constexpr int kOffStashLse = kRows * kStashRowBytes;
+static_assert(kOffStashLse + kRows * 4 <= kBufs * kTileBytes, "the stash fits the KV buffers");
+
 // The warpgroups hand work to each other only through mbarriers (arrive; try_wait.parity), one
 // per one-way signal and buffer: a tile has landed (the loader never waits for its own
 // copies), S of a tile has retired (warpgroup 1 queues its PV behind it), P and the row
@@ -134,6 +142,34 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 // All threads of the block (named barrier 1; __syncthreads is barrier 0).
 __device__ __forceinline__ void sync_all_warpgroups() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
+}
+
+// Every thread of every block of the cluster; writes to shared memory before it are visible to
+// the cluster's reads after it (release / acquire at cluster scope).
+__device__ __forceinline__ void sync_cluster() {
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n"
+      "barrier.cluster.wait.acquire.aligned;\n" ::
+          : "memory");
+}
+// The shared::cluster address of shared::cta address `addr` in the cluster's block `rank`.
+__device__ __forceinline__ uint32_t cluster_addr(uint32_t addr, uint32_t rank) {
+  uint32_t r;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ float ld_cluster_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ float4 ld_cluster_f32x4(uint32_t addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
 }
 
 
@@ -265,6 +301,56 @@ __device__ __forceinline__ void store_partial(const PartialArgs& args, const flo
     for (int i = 0; i < R / 4; ++i)
       *reinterpret_cast<float2*>(out + i * 8 + frag_col) =
           make_float2(o[i * 4 + 2 * hr] * inv, o[i * 4 + 2 * hr + 1] * inv);
+  }
+}
+
+// Cluster merge: writes this thread's rows of O / l, columns col0 + 8 i + frag_col, + 1, to the
+// block's stash (the values store_partial would write to the workspace).
+__device__ __forceinline__ uint32_t stash_unit(int r, int unit) {
+  return kv_buf(0) + r * kStashRowBytes + ((unit ^ ((r & 7) << 1)) * 16);
+}
+template <int R>
+__device__ __forceinline__ void stash_partial(const float (&o)[R], int col0) {
+  const int lane = threadIdx.x & 31;
+  const int frag_col = (lane & 3) * 2;
+  const int r0 = ((threadIdx.x >> 5) & 3) * 16 + (lane >> 2);
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int r = r0 + 8 * hr;
+    const float inv = row_inv_l()[r];
+#pragma unroll
+    for (int i = 0; i < R / 4; ++i) {
+      const int col = col0 + i * 8 + frag_col;
+      const uint32_t addr = stash_unit(r, col >> 2) + (col & 3) * 4;
+      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr),
+                   "f"(o[i * 4 + 2 * hr] * inv), "f"(o[i * 4 + 2 * hr + 1] * inv)
+                   : "memory");
+    }
+  }
+}
+
+// Cluster merge, after every block of the cluster has stashed its partial (sync_cluster): the
+// cluster's block of rank z (split z: the cluster is the row tile's num_splits blocks along z)
+// merges rows z, z + n, z + 2 n, .. of the row tile, n the request's non-empty splits (the
+// first n ranks), one warp per row, reading every non-empty block's stash through distributed
+// shared memory, with merge_row's arithmetic (bit-identical to the merge kernel's).
+__device__ __forceinline__ void cluster_merge(const PartialArgs& args, const BlockWork& w) {
+  const VerifyParams& p = args.p;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int32_t n = folded_nonempty_splits(w.e.prefix_len, w.e.draft_nodes, p.num_splits);
+  const int32_t rank = blockIdx.z;
+  for (int r = rank + n * warp; rank < n && r < kRows; r += n * (kThreads / 32)) {
+    const int64_t row = w.row0 + r;
+    if (row >= w.valid_rows) break;
+    float lse_l[1] = {lane < n ? ld_cluster_f32(cluster_addr(kv_buf(0) + kOffStashLse + r * 4,
+                                                             static_cast<uint32_t>(lane)))
+                               : -INFINITY};
+    merge_row(p, w.e.q_begin + row / p.num_heads, static_cast<int32_t>(row % p.num_heads), lse_l,
+              n, [&](int32_t s, int c) {
+                return ld_cluster_f32x4(
+                    cluster_addr(stash_unit(r, lane + 32 * c), static_cast<uint32_t>(s)));
+              });
   }
 }
 
@@ -478,6 +564,19 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     l_run[hr] += __shfl_xor_sync(0xffffffffu, l_run[hr], 1);
     l_run[hr] += __shfl_xor_sync(0xffffffffu, l_run[hr], 2);
   }
+  if (args.cluster_merge) {
+    float lse[2];
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) lse[hr] = row_lse(l_run[hr], m_run[hr], row_inv_l()[r0 + 8 * hr]);
+    sync_all_warpgroups();  // both warpgroups' last PV retired: the KV buffers are free
+    if ((lane & 3) == 0) {
+      float* stash_lse = reinterpret_cast<float*>(smem_wgmma + kOffKv + kOffStashLse);
+      stash_lse[r0] = lse[0];
+      stash_lse[r0 + 8] = lse[1];
+    }
+    stash_partial(o, 0);
+    return;
+  }
   if ((lane & 3) == 0) {
     const BlockWork w = block_work(args);
 #pragma unroll
@@ -672,6 +771,11 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
 
   // ---- the normalized partial (split_plan.h numerics 3): O / l ----
   sync_all_warpgroups();  // 1 / l written
+  if (args.cluster_merge) {
+    stash_partial(oa, kCols0);
+    stash_partial(ob, kCols0 + kCols1);
+    return;
+  }
   store_partial(args, oa, kCols0);
   store_partial(args, ob, kCols0 + kCols1);
 }
@@ -689,8 +793,17 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
   // started; its blocks wait for this grid's completion before reading anything it writes.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const BlockWork w = block_work(args);
+  // A cluster shares its row tile, so it leaves here whole.
   if (w.row0 >= w.valid_rows) return;
-  if (w.keys.empty()) return;  // the merge skips empty splits by the same range function
+  if (w.keys.empty()) {
+    // The merge skips empty splits by the same range function; in a cluster, an empty split's
+    // block merges no rows but must join both of its barriers.
+    if (args.cluster_merge) {
+      sync_cluster();
+      sync_cluster();
+    }
+    return;
+  }
   // Broadcast from lane 0: the counts come from metadata loads, and wgmma issued under a
   // condition the compiler cannot prove warp-uniform is serialized (ptxas C7520).
   const int num_tiles = __shfl_sync(0xffffffffu, w.num_tiles, 0);
@@ -727,6 +840,11 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
     // int32 kv_indptr.
     pv_warpgroup(args, num_tiles, draft_tiles, static_cast<int>(w.keys.draft_keys()),
                  static_cast<int>(w.keys.prefix_keys()));
+  }
+  if (args.cluster_merge) {
+    sync_cluster();  // every block's partial stashed
+    cluster_merge(args, block_work(args));
+    sync_cluster();  // no block leaves while another may still read its stash
   }
 #ifdef MLAV_WGMMA_TRACE
   __syncthreads();
@@ -792,8 +910,42 @@ void launch_partial_wgmma(const PartialArgs& args, CUstream_st* stream) {
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
             static_cast<unsigned>(p.batch_size),
             static_cast<unsigned>(args.folded ? p.num_splits : p.num_splits + 1));
-  verify_partial_wgmma<<<grid, kThreads, kWgmmaSmemBytes, stream>>>(args);
-  CUDA_CHECK(cudaGetLastError());
+  if (!args.cluster_merge) {
+    verify_partial_wgmma<<<grid, kThreads, kWgmmaSmemBytes, stream>>>(args);
+    CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  // One cluster per row tile: its num_splits blocks along z (cluster rank = split).
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = kWgmmaSmemBytes;
+  config.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = static_cast<unsigned>(p.num_splits);
+  config.attrs = attr;
+  config.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, verify_partial_wgmma, args));
+}
+
+int max_active_clusters_wgmma(int cluster_size) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(1, 1, static_cast<unsigned>(cluster_size));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = kWgmmaSmemBytes;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = static_cast<unsigned>(cluster_size);
+  config.attrs = attr;
+  config.numAttrs = 1;
+  int clusters = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, verify_partial_wgmma, &config));
+  return clusters;
 }
 
 }  // namespace mlaverify::cuda::detail

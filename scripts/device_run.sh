@@ -19,15 +19,17 @@ for step in "${steps[@]}"; do
       # Every partial kernel on the same device: wgmma (default on Hopper), the 6-stage mma.sync
       # kernel, and the sm_120-sized mma.sync kernel (2 stages x 64 columns).
       # The wgmma kernel runs under both draft plans (MLAV_DRAFT_PLAN; the default picks one
-      # per shape, so each plan is forced once to test it on every case).
-      for kernel in wgmma/folded wgmma/unfolded mma6 mma2; do
-        plan=${kernel#*/}
-        [ "$plan" = "$kernel" ] && plan=""
-        log="$OUT/tests_${kernel//\//_}.log"
-        MLAV_CUDA_KERNEL=${kernel%%/*} MLAV_DRAFT_PLAN=$plan "$BIN/cuda_tests" >"$log" 2>&1
+      # per shape, so each plan is forced once to test it on every case), and the folded plan
+      # with both merges (MLAV_MERGE: the cluster merge by default where it fits, the kernel).
+      for config in wgmma/folded/ wgmma/folded/kernel wgmma/unfolded/ mma6// mma2//; do
+        IFS=/ read -r kernel plan merge <<<"$config"
+        name=${config%/}
+        name=${name%/}
+        log="$OUT/tests_${name//\//_}.log"
+        MLAV_CUDA_KERNEL=$kernel MLAV_DRAFT_PLAN=$plan MLAV_MERGE=$merge "$BIN/cuda_tests" >"$log" 2>&1
         rc=$?
         grep -E "^\[ratio\]|FAILED|Failure|PASSED|SKIPPED \]" "$log" | head -40
-        echo "cuda_tests (kernel=$kernel) rc=$rc"
+        echo "cuda_tests (kernel=$kernel plan=${plan:-default} merge=${merge:-default}) rc=$rc"
         [ $rc -ne 0 ] && status=1
       done ;;
     sanitize)
@@ -56,7 +58,9 @@ for step in "${steps[@]}"; do
       # The mma.sync kernels in the same call, for the ladder in cuda/NOTES.md.
       for kernel in mma6 mma2; do
         MLAV_CUDA_KERNEL=$kernel "$BIN/verify_bench" 2>&1 | tee "$OUT/bench_$kernel.txt"
-      done ;;
+      done
+      # The wgmma kernel with the merge kernel instead of the cluster merge.
+      MLAV_MERGE=kernel "$BIN/verify_bench" 2>&1 | tee "$OUT/bench_merge_kernel.txt" ;;
     sweep)
       "$BIN/verify_bench" --sweep 2>&1 | tee "$OUT/bench_sweep.txt" ;;
   esac

@@ -295,6 +295,8 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   }
   g_variant = kernels[0].variant_name();
   if (g_variant == "wgmma") g_variant += kernels[0].folded() ? "/folded" : "/unfolded";
+  if (g_variant == "wgmma/folded")
+    g_variant += kernels[0].cluster_merge() ? "/cluster-merge" : "/merge-kernel";
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
+#include "mlaverify/error.h"
 #include "model/attention.h"
 #include "model/batch.h"
 #include "model/tree.h"
@@ -341,6 +343,67 @@ TEST_F(CudaLaws, RunsAreDeterministic) {
   VerifyBatch b = VerifyBatch::build(law_spec(21));
   const std::vector<uint16_t> first = run_bits(b);
   for (int r = 0; r < 3; ++r) EXPECT_EQ(run_bits(b), first) << "run " << r;
+}
+
+// Sets MLAV_MERGE for its lifetime, then restores what was there (the variable is read at each
+// initialize, i.e. at each CudaBackend::run).
+class MergeEnv {
+ public:
+  explicit MergeEnv(const char* value) {
+    if (const char* old = std::getenv("MLAV_MERGE")) saved_ = old, had_ = true;
+    ::setenv("MLAV_MERGE", value, 1);
+  }
+  ~MergeEnv() {
+    if (had_)
+      ::setenv("MLAV_MERGE", saved_.c_str(), 1);
+    else
+      ::unsetenv("MLAV_MERGE");
+  }
+
+ private:
+  std::string saved_;
+  bool had_ = false;
+};
+
+// The wgmma kernel's cluster merge runs merge_row's arithmetic on the same fp32 partials as the
+// merge kernel, read from the cluster's shared memory instead of the workspace: identical bits
+// for every split count a cluster takes (1..8), with empty splits (short prefixes, many splits),
+// both output dtypes' store path (bf16 here) and lse. Where the cluster merge cannot run (mma.sync
+// kernels, the unfolded plan) this says so and skips.
+TEST_F(CudaLaws, ClusterMergeIsBitIdenticalToTheMergeKernel) {
+  const std::vector<Scenario> cases = {
+      {"ns1", {9, 17, 3}, {130, 0, 64}, 8, 1},
+      {"ns2-p1", {5, 3}, {1, 2}, 8, 2},
+      {"ns3-h128", {8}, {300}, 128, 3},
+      {"ns4-empty", {4, 40}, {0, 700}, 16, 4},
+      {"ns7-uneven", {4, 9}, {1000, 130}, 8, 7},
+      {"ns8", {33, 2}, {2000, 5}, 4, 8},
+  };
+  int ran = 0;
+  std::string why;
+  for (const Scenario& sc : cases) {
+    VerifyBatch b = VerifyBatch::build(spec_of(sc, 17));
+    std::vector<float> lse_kernel, lse_cluster;
+    std::vector<uint16_t> via_kernel, via_cluster;
+    {
+      MergeEnv env("kernel");
+      via_kernel = run_bits(b, &lse_kernel);
+    }
+    try {
+      MergeEnv env("cluster");
+      via_cluster = run_bits(b, &lse_cluster);
+    } catch (const Unsupported& e) {
+      why = e.what();
+      continue;
+    }
+    ++ran;
+    EXPECT_EQ(via_cluster, via_kernel) << sc.name;
+    ASSERT_EQ(lse_cluster.size(), lse_kernel.size());
+    EXPECT_EQ(0, std::memcmp(lse_cluster.data(), lse_kernel.data(), lse_kernel.size() * 4))
+        << sc.name;
+  }
+  if (ran == 0) GTEST_SKIP() << "no cluster merge here: " << why;
+  EXPECT_EQ(ran, static_cast<int>(cases.size())) << why;
 }
 
 // fp32 output: the merge's other store path, compared with the bf16 run rounded the same way.

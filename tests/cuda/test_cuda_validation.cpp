@@ -358,5 +358,37 @@ TEST(CudaSupport, DraftPlanFoldsUnlessDraftBlocksFitTheFreeSms) {
   }
 }
 
+TEST(CudaSupport, ClusterMergeWhereClustersCostNoSm) {
+  // SPEC §8 on the H200 (132 SMs; 66 clusters of 2 and 32 of 4 fit, cuda/NOTES.md v15):
+  // ddtree128, 128 blocks in clusters of 2.
+  EXPECT_TRUE(choose_cluster_merge(nullptr, true, 2, 66, 128, 132));
+  // Clusters of 4 that hold fewer blocks at once than the SMs would: the merge kernel.
+  EXPECT_FALSE(choose_cluster_merge(nullptr, true, 4, 30, 128, 132));
+  // ... unless the grid is smaller than what they hold.
+  EXPECT_TRUE(choose_cluster_merge(nullptr, true, 4, 30, 64, 132));
+  // Unfolded (the draft has blocks of its own), more than 8 splits, or no cluster fits.
+  EXPECT_FALSE(choose_cluster_merge(nullptr, false, 2, 66, 128, 132));
+  EXPECT_FALSE(choose_cluster_merge("", true, 16, 8, 128, 132));
+  EXPECT_FALSE(choose_cluster_merge(nullptr, true, 2, 0, 128, 132));
+  // MLAV_MERGE forces either; forcing clusters where there are none is Unsupported naming it,
+  // anything else InvalidInput naming it.
+  EXPECT_FALSE(choose_cluster_merge("kernel", true, 2, 66, 128, 132));
+  EXPECT_TRUE(choose_cluster_merge("cluster", true, 4, 30, 128, 132));
+  for (const char* bad : {"clusters", "none"}) {
+    try {
+      choose_cluster_merge(bad, true, 2, 66, 128, 132);
+      ADD_FAILURE() << "no error for MLAV_MERGE=" << bad;
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find("MLAV_MERGE"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    choose_cluster_merge("cluster", false, 2, 66, 128, 132);
+    ADD_FAILURE() << "no error for MLAV_MERGE=cluster with the unfolded plan";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("MLAV_MERGE"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace mlaverify::cuda::testing
