@@ -122,6 +122,21 @@ struct MaskRow {
     if (at < lo || at >= hi) return false;
     return packed ? (bytes[at] >> (b & 7)) & 1 : bytes[at] != 0;
   }
+  // Starts moving into L1 the bytes bits<kN, ..>(key0, ..) reads (at most two 128-byte lines),
+  // so reads issued later, behind other traffic, find them there. A hint: nothing outside
+  // [lo, hi) is touched, and nothing waits for it.
+  template <int kN>
+  __device__ __forceinline__ void prefetch(int64_t key0) const {
+    int64_t first = packed ? (base + key0) >> 3 : base + key0;
+    int64_t last = packed ? first + kN / 8 : first + kN - 1;
+    first = first < lo ? lo : first;
+    last = last >= hi ? hi - 1 : last;
+    if (first > last) return;
+    asm volatile("prefetch.global.L1 [%0];\n" ::"l"(bytes + first));
+    if ((reinterpret_cast<uintptr_t>(bytes + first) >> 7) !=
+        (reinterpret_cast<uintptr_t>(bytes + last) >> 7))
+      asm volatile("prefetch.global.L1 [%0];\n" ::"l"(bytes + last));
+  }
   // Bit k: column key0 + k is visible, for k < kN; columns at or past key_end are not. The
   // reads are independent and predicated (kUnroll in flight; fewer where registers are short):
   // kN bytes, or for packed rows the kN / 8 + 1 bytes that hold kN consecutive bits.
@@ -216,12 +231,57 @@ __device__ __forceinline__ void store_row_totals(const PartialArgs& args, int64_
     args.ws_lse[partial * args.p.max_total_q * H + (e.q_begin + row / H) * H + row % H] = lse;
 }
 
-// The merge of one output row (split_plan.h numerics 4 and 5) by one warp: lane l holds the lse
-// of partials l, l + 32, .. (-inf for an empty, unwritten or fully masked one) and sums columns
-// 4 l + 128 c .. + 3, c = 0..3, of each partial, read by load_o(s, c) as a float4, in partial
-// index order (the CPU backend's order: the same fp32 sums). Writes o_lat and lse of (token,
-// head). The merge kernel reads the partials from the workspace, the wgmma kernel's cluster
-// merge from its cluster's shared memory; the arithmetic is this one function.
+// The merge's arithmetic (split_plan.h numerics 4 and 5), one set of helpers for the merge kernel
+// (merge_row) and the wgmma kernel's cluster merge, so both give the same bits: with M the
+// largest partial lse of a row, o = sum over partials s in index order (the CPU backend's order)
+// of w_s o_s, w_s = exp(lse_s - M), skipping lse_s = -inf (empty, unwritten or fully masked);
+// then o / sum w_s, rounded once, and lse = M + log(sum w_s).
+// Each o_s is normalized by its own sum; w_s restores its share of the global sum, which is what
+// makes the merge exact. lse_s <= M, so w_s <= 1: no overflow.
+__device__ __forceinline__ float merge_weight(float lse_s, float big_m) {
+  return expf(lse_s - big_m);
+}
+__device__ __forceinline__ void merge_add(float4& o, float w, const float4& v) {
+  o.x += w * v.x;
+  o.y += w * v.y;
+  o.z += w * v.z;
+  o.w += w * v.w;
+}
+// o / sum w; wsum >= 1 (the partial at the max has w = 1).
+template <int kC>
+__device__ __forceinline__ void merge_normalize(float4 (&o)[kC], float wsum) {
+  const float inv = 1.f / wsum;
+#pragma unroll
+  for (int c = 0; c < kC; ++c) {
+    o[c].x *= inv;
+    o[c].y *= inv;
+    o[c].z *= inv;
+    o[c].w *= inv;
+  }
+}
+// Columns col .. col + 3 of (token, head): bf16 rounded once to nearest even (stored as 8
+// bytes), or fp32.
+__device__ __forceinline__ void merge_store(const VerifyParams& p, int64_t token, int32_t head,
+                                            int col, const float4& o) {
+  const int64_t off = token * p.o_token_stride + head * p.o_head_stride + col;
+  if (p.o_dtype == DType::BF16) {
+    auto bits = [](float v) {
+      return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v)));
+    };
+    *reinterpret_cast<uint2*>(static_cast<__nv_bfloat16*>(p.o_lat) + off) =
+        make_uint2(bits(o.x) | (bits(o.y) << 16), bits(o.z) | (bits(o.w) << 16));
+  } else {
+    *reinterpret_cast<float4*>(static_cast<float*>(p.o_lat) + off) = o;
+  }
+}
+__device__ __forceinline__ void merge_store_lse(const VerifyParams& p, int64_t token,
+                                                int32_t head, float big_m, float wsum) {
+  p.lse[token * p.num_heads + head] = big_m == -INFINITY ? -INFINITY : big_m + logf(wsum);
+}
+
+// The merge kernel's row: one warp, lane l holding the lse of partials l, l + 32, .. (-inf for
+// the ones to skip) and summing columns 4 l + 128 c .. + 3, c = 0..3, of each partial, read by
+// load_o(s, c) as a float4, one partial at a time (only those with lse > -inf are read).
 template <int kLsePerLane, class LoadO>
 __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, int32_t head,
                                           const float (&lse_l)[kLsePerLane], int32_t np,
@@ -238,7 +298,7 @@ __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, 
 #pragma unroll
   for (int c = 0; c < 4; ++c) o[c] = make_float4(0.f, 0.f, 0.f, 0.f);
   float wsum = 0.f;
-  if (big_m != -INFINITY) {
+  if (big_m != -INFINITY) {  // warp-uniform: the shuffles below see every lane
 #pragma unroll 4
     for (int32_t s = 0; s < np; ++s) {
       float mine = lse_l[0];  // lse_l[s / 32], without indexing registers dynamically
@@ -246,46 +306,17 @@ __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, 
       for (int k = 1; k < kLsePerLane; ++k)
         if (s >= 32 * k) mine = lse_l[k];
       const float lse_s = __shfl_sync(0xffffffffu, mine, s & 31);
-      if (lse_s == -INFINITY) continue;  // empty, unwritten or fully masked
-      // Each o_s is normalized by its own sum; w_s = exp(lse_s - M) restores its share of the
-      // global sum, which is what makes the merge exact. lse_s <= M, so w_s <= 1: no overflow.
-      const float w = expf(lse_s - big_m);
+      if (lse_s == -INFINITY) continue;
+      const float w = merge_weight(lse_s, big_m);
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const float4 v = load_o(s, c);
-        o[c].x += w * v.x;
-        o[c].y += w * v.y;
-        o[c].z += w * v.z;
-        o[c].w += w * v.w;
-      }
+      for (int c = 0; c < 4; ++c) merge_add(o[c], w, load_o(s, c));
       wsum += w;
     }
-    const float inv = 1.f / wsum;  // wsum >= 1: the partial at the max has w = 1
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      o[c].x *= inv;
-      o[c].y *= inv;
-      o[c].z *= inv;
-      o[c].w *= inv;
-    }
+    merge_normalize(o, wsum);
   }
-  const int64_t o_off = token * p.o_token_stride + head * p.o_head_stride + lane * 4;
 #pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    if (p.o_dtype == DType::BF16) {
-      __nv_bfloat16* dst = static_cast<__nv_bfloat16*>(p.o_lat) + o_off + 128 * c;
-      // Round once, to nearest even (split_plan.h numerics 5), and store 4 columns as 8 bytes.
-      auto bits = [](float v) {
-        return static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(v)));
-      };
-      *reinterpret_cast<uint2*>(dst) = make_uint2(bits(o[c].x) | (bits(o[c].y) << 16),
-                                                  bits(o[c].z) | (bits(o[c].w) << 16));
-    } else {
-      *reinterpret_cast<float4*>(static_cast<float*>(p.o_lat) + o_off + 128 * c) = o[c];
-    }
-  }
-  if (lane == 0)
-    p.lse[token * p.num_heads + head] = big_m == -INFINITY ? -INFINITY : big_m + logf(wsum);
+  for (int c = 0; c < 4; ++c) merge_store(p, token, head, lane * 4 + 128 * c, o[c]);
+  if (lane == 0) merge_store_lse(p, token, head, big_m, wsum);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -42,7 +42,17 @@ namespace mlaverify::cuda::detail {
 // C7510), every block's globaltimer at its start, warpgroup 0's loop start and end, its end and
 // its SM, for the 31st launch since the previous print (the last workload's is never printed).
 // scripts/trace_summary.py condenses that per split. cuda/NOTES.md v14 has what it found.
-enum TraceField { kTraceStart, kTraceLoop, kTraceLoopEnd, kTraceEnd, kTraceSm, kTraceFields };
+// kTraceSync / kTraceMerged: the cluster merge's first barrier passed, its rows merged.
+enum TraceField {
+  kTraceStart,
+  kTraceLoop,
+  kTraceLoopEnd,
+  kTraceSync,
+  kTraceMerged,
+  kTraceEnd,
+  kTraceSm,
+  kTraceFields
+};
 constexpr unsigned kTraceLaunch = 30;
 constexpr unsigned kTraceBlocks = 4096;
 __device__ unsigned long long g_trace[kTraceBlocks][kTraceFields];
@@ -331,26 +341,76 @@ __device__ __forceinline__ void stash_partial(const float (&o)[R], int col0) {
 
 // Cluster merge, after every block of the cluster has stashed its partial (sync_cluster): the
 // cluster's block of rank z (split z: the cluster is the row tile's num_splits blocks along z)
-// merges rows z, z + n, z + 2 n, .. of the row tile, n the request's non-empty splits (the
-// first n ranks), one warp per row, reading every non-empty block's stash through distributed
-// shared memory, with merge_row's arithmetic (bit-identical to the merge kernel's).
-__device__ __forceinline__ void cluster_merge(const PartialArgs& args, const BlockWork& w) {
+// merges rows z + n (warp + 8 j), j = 0, 1, .. of the row tile, n the request's non-empty
+// splits (the first n ranks), reading every non-empty block's stash through distributed shared
+// memory, with the merge kernel's arithmetic (merge_add and the rest: the same bits).
+// Four rows per warp at a time, eight lanes per row, each lane 16 float4 of columns
+// 4 (g + 8 c): one warp per row, as in the merge kernel, ran ~1 us per row here, its per-row
+// work (the max, the weights, the divide, the log) a chain of dependent steps at two warps per
+// scheduler (cuda/NOTES.md v15). Partials are read two at a time (all of n = 2 in one round
+// trip); lane g < n of a row holds the lse of partial g.
+__device__ __forceinline__ void cluster_merge(const PartialArgs& args, const BlockWork& w,
+                                              int32_t n) {
+  constexpr int kLanes = 8;                  // lanes per row
+  constexpr int kRowsAtOnce = 32 / kLanes;   // rows per warp at a time
+  constexpr int kC = kLatentDim / 4 / kLanes;  // float4 per lane and partial
+  constexpr int kWarps = kThreads / 32;
   const VerifyParams& p = args.p;
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
-  const int32_t n = folded_nonempty_splits(w.e.prefix_len, w.e.draft_nodes, p.num_splits);
+  const int g = lane % kLanes, q = lane / kLanes;
   const int32_t rank = blockIdx.z;
-  for (int r = rank + n * warp; rank < n && r < kRows; r += n * (kThreads / 32)) {
-    const int64_t row = w.row0 + r;
-    if (row >= w.valid_rows) break;
-    float lse_l[1] = {lane < n ? ld_cluster_f32(cluster_addr(kv_buf(0) + kOffStashLse + r * 4,
-                                                             static_cast<uint32_t>(lane)))
-                               : -INFINITY};
-    merge_row(p, w.e.q_begin + row / p.num_heads, static_cast<int32_t>(row % p.num_heads), lse_l,
-              n, [&](int32_t s, int c) {
-                return ld_cluster_f32x4(
-                    cluster_addr(stash_unit(r, lane + 32 * c), static_cast<uint32_t>(s)));
-              });
+  if (rank >= n) return;  // an empty split's block owns no rows
+  const int32_t H = p.num_heads;
+  for (int j0 = 0;; j0 += kRowsAtOnce) {
+    const int r = rank + n * (warp + kWarps * (j0 + q));
+    const int32_t row = static_cast<int32_t>(w.row0) + r;  // < D H <= 1024 x 128
+    const bool active = r < kRows && row < w.valid_rows;
+    if (!__any_sync(0xffffffffu, active)) break;
+    const float lse_mine =
+        active && g < n ? ld_cluster_f32(cluster_addr(kv_buf(0) + kOffStashLse + r * 4,
+                                                      static_cast<uint32_t>(g)))
+                        : -INFINITY;
+    float big_m = lse_mine;  // the max over the row's eight lanes
+#pragma unroll
+    for (int off = kLanes / 2; off >= 1; off >>= 1)
+      big_m = fmaxf(big_m, __shfl_xor_sync(0xffffffffu, big_m, off));
+    float4 o[kC];
+#pragma unroll
+    for (int c = 0; c < kC; ++c) o[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+    float wsum = 0.f;
+#pragma unroll 1
+    for (int32_t s0 = 0; s0 < n; s0 += 2) {  // n is the block's: every lane runs the shuffles
+      float lse_s[2];
+#pragma unroll
+      for (int u = 0; u < 2; ++u)
+        lse_s[u] = __shfl_sync(0xffffffffu, lse_mine, q * kLanes + ((s0 + u) & (kLanes - 1)));
+      float4 v[2][kC];
+#pragma unroll
+      for (int u = 0; u < 2; ++u)
+        if (active && s0 + u < n) {
+          const uint32_t rank_s = static_cast<uint32_t>(s0 + u);
+#pragma unroll
+          for (int c = 0; c < kC; ++c)
+            v[u][c] = ld_cluster_f32x4(cluster_addr(stash_unit(r, g + kLanes * c), rank_s));
+        }
+#pragma unroll
+      for (int u = 0; u < 2; ++u)
+        if (active && s0 + u < n && big_m != -INFINITY && lse_s[u] != -INFINITY) {
+          const float wt = merge_weight(lse_s[u], big_m);
+#pragma unroll
+          for (int c = 0; c < kC; ++c) merge_add(o[c], wt, v[u][c]);
+          wsum += wt;
+        }
+    }
+    if (active) {
+      if (big_m != -INFINITY) merge_normalize(o, wsum);
+      const int64_t token = w.e.q_begin + row / H;
+      const int32_t head = row % H;
+#pragma unroll
+      for (int c = 0; c < kC; ++c) merge_store(p, token, head, 4 * (g + kLanes * c), o[c]);
+      if (g == 0) merge_store_lse(p, token, head, big_m, wsum);
+    }
   }
 }
 
@@ -643,6 +703,27 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
     next_slot[kk] = load_slot(0, kk);
     slot1[kk] = load_slot(1, kk);
   }
+  // The mask row of this thread's draft visibility (row lt / 2, keys half * 32 .. of each of the
+  // first kBufs draft tiles, decoded below): its offset loaded beside the slot ids, its bytes
+  // prefetched into L1 before the tiles' copies are queued, so the decode's reads do not wait
+  // behind them (the blocks holding draft tiles started ~3 us late on ddtree128, v14).
+  const int vis_r = lt >> 1, vis_half = lt & 1;
+  MaskRow mrow{};
+  bool vis_row_ok = false;
+  int64_t vis_key0 = 0, vis_key_end = 0;
+  if (draft_tiles > 0) {
+    const BlockWork w = block_work(args);
+    const int64_t row = w.row0 + vis_r;
+    vis_row_ok = row < w.valid_rows;
+    vis_key0 = w.keys.draft_begin + vis_half * 32;
+    vis_key_end = w.keys.draft_end;
+    if (vis_row_ok) {
+      mrow = mask_row(p, blockIdx.y, w.e, static_cast<int32_t>(row / p.num_heads));
+#pragma unroll
+      for (int tile = 0; tile < kBufs; ++tile)
+        if (tile < draft_tiles) mrow.prefetch<32>(vis_key0 + tile * kKvTile);
+    }
+  }
   // Issues the whole of tile `tile` into buffer tile % 3; past the last key the rows are
   // zero-filled (src-size 0), so stale keys never meet a probability.
   // own_arrival false: the caller arrives on the tile's "landed" barrier itself, later (the
@@ -706,32 +787,28 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) next_slot[kk] = slot1[kk];
   if (num_tiles > 1) issue_tile(1, true, false);
+  // Tiles 0 and 1 that are prefix tiles need no visibility: this thread's arrivals now.
+#pragma unroll
+  for (int t = 0; t < 2; ++t)
+    if (t < num_tiles && t >= draft_tiles) mbar_arrive(bar_full(t));
   // Draft visibility of the first kBufs tiles (usually the whole draft: D <= 192), while the
   // copies above fly and warpgroup 0 loads Q: two threads per row, 32 keys each, the mask reads
-  // independent (a key past the draft is not read). Published by this thread's arrivals on the
-  // tiles' "landed" barriers (tiles 0 and 1 right below, tile 2 when it is issued). Done by
-  // warpgroup 0 before it loads Q, it delayed the blocks that hold draft tiles by ~3.5 us on
-  // ddtree128 (cuda/NOTES.md v14); one key at a time in the loop below, tree32 26 us (v13).
+  // independent (a key past the draft is not read). Published by this thread's arrival on the
+  // tile's "landed" barrier, right after its words for tiles 0 and 1 (so S of tile 0 need not
+  // wait for tile 1's decode), when it is issued for tile 2. Done by warpgroup 0 before it
+  // loads Q, it delayed the blocks that hold draft tiles by ~3.5 us on ddtree128 (cuda/NOTES.md
+  // v14); one key at a time in the loop below, tree32 26 us (v13).
   if (draft_tiles > 0) {
-    const BlockWork w = block_work(args);
-    const int r = lt >> 1, half = lt & 1;
-    const int64_t row = w.row0 + r;
-    MaskRow mrow{};
-    if (row < w.valid_rows)
-      mrow = mask_row(p, blockIdx.y, w.e, static_cast<int32_t>(row / p.num_heads));
 #pragma unroll 1
     for (int tile = 0; tile < kBufs && tile < draft_tiles; ++tile) {
       uint64_t bits = 0;
-      if (row < w.valid_rows)
-        bits = mrow.bits<32, 32>(w.keys.draft_begin + tile * kKvTile + half * 32,
-                                 w.keys.draft_end)
-               << (half * 32);
+      if (vis_row_ok)
+        bits = mrow.bits<32, 32>(vis_key0 + tile * kKvTile, vis_key_end) << (vis_half * 32);
       bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
-      if (half == 0) vis_words(tile)[r] = bits;
+      if (vis_half == 0) vis_words(tile)[vis_r] = bits;
+      if (tile < 2) mbar_arrive(bar_full(tile));
     }
   }
-  mbar_arrive(bar_full(0));
-  if (num_tiles > 1) mbar_arrive(bar_full(1));
   sync_all_warpgroups();  // warpgroup 0's: Q staged
   sync_all_warpgroups();  // warpgroup 0 has Q in registers: buffer 2 is free
   if (num_tiles > 2) load_tile(2);
@@ -842,8 +919,13 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
                  static_cast<int>(w.keys.prefix_keys()));
   }
   if (args.cluster_merge) {
+    // The block's metadata loads overlap the barrier (w is not kept live across the loops).
+    const BlockWork wm = block_work(args);
+    const int32_t n = folded_nonempty_splits(wm.e.prefix_len, wm.e.draft_nodes, args.p.num_splits);
     sync_cluster();  // every block's partial stashed
-    cluster_merge(args, block_work(args));
+    MLAV_TRACE(kTraceSync);
+    cluster_merge(args, wm, n);
+    MLAV_TRACE(kTraceMerged);
     sync_cluster();  // no block leaves while another may still read its stash
   }
 #ifdef MLAV_WGMMA_TRACE
@@ -884,9 +966,12 @@ static void dump_trace() {
     auto us = [&](unsigned long long t) { return t >= t0 ? (t - t0) * 1e-3 : -1.0; };
     for (unsigned i = 0; i < nb; ++i)
       if (tr[i][kTraceEnd] != 0)
-        std::printf("TB %4u z %2u sm %3llu start %7.2f pro %7.2f loop %7.2f end %7.2f\n", i,
-                    i / (grid[0] * grid[1]), tr[i][kTraceSm], us(tr[i][kTraceStart]),
-                    us(tr[i][kTraceLoop]), us(tr[i][kTraceLoopEnd]), us(tr[i][kTraceEnd]));
+        std::printf(
+            "TB %4u z %2u sm %3llu start %7.2f pro %7.2f loop %7.2f sync %7.2f merged %7.2f end "
+            "%7.2f\n",
+            i, i / (grid[0] * grid[1]), tr[i][kTraceSm], us(tr[i][kTraceStart]),
+            us(tr[i][kTraceLoop]), us(tr[i][kTraceLoopEnd]), us(tr[i][kTraceSync]),
+            us(tr[i][kTraceMerged]), us(tr[i][kTraceEnd]));
   }
   static const unsigned long long zero[kTraceBlocks][kTraceFields] = {};
   const unsigned z = 0, zg[3] = {0, 0, 0};

@@ -35,13 +35,18 @@ for step in "${steps[@]}"; do
     sanitize)
       # Small cases only: the sanitizers slow kernels by ~100x.
       filter='CudaLaws.*:CudaGraph.*:*h1_d1_p0*:*tile_edges*:*p1_splits2*:*draft_bits*'
-      for tool in memcheck racecheck; do
-        compute-sanitizer --tool $tool --error-exitcode 9 "$BIN/cuda_tests" --gtest_filter="$filter" \
-          >"$OUT/sanitize_$tool.log" 2>&1
-        rc=$?
-        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$OUT/sanitize_$tool.log" | head -8
-        echo "compute-sanitizer $tool rc=$rc"
-        [ $rc -ne 0 ] && status=1
+      # Twice: the default plan (unfolded for most small cases) and the folded plan, which runs
+      # the cluster merge (distributed shared memory) where it applies.
+      for plan in default folded; do
+        for tool in memcheck racecheck; do
+          log="$OUT/sanitize_${tool}_$plan.log"
+          MLAV_DRAFT_PLAN=${plan#default} compute-sanitizer --tool $tool --error-exitcode 9 \
+            "$BIN/cuda_tests" --gtest_filter="$filter" >"$log" 2>&1
+          rc=$?
+          grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$log" | head -8
+          echo "compute-sanitizer $tool (plan $plan) rc=$rc"
+          [ $rc -ne 0 ] && status=1
+        done
       done
       # racecheck does not model one-sided bar.arrive -> bar.sync handshakes (the wgmma kernel
       # uses mbarriers for that reason). The probe runs such a handshake alone (and a

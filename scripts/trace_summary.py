@@ -19,7 +19,7 @@ def parse(lines):
         if line.startswith("TRACE"):
             launches.append((line.strip(), []))
         elif line.startswith("TB") and launches:
-            # TB <id> z <z> sm <sm> start <t> pro <t> loop <t> end <t>
+            # TB <id> z <z> sm <sm> start <t> pro <t> loop <t> [sync <t> merged <t>] end <t>
             block = {"z": int(fields[3])}
             for i in range(6, len(fields) - 1, 2):
                 block[fields[i]] = float(fields[i + 1])
@@ -46,6 +46,10 @@ def main():
                 z, len(zb), spread([b["pro"] for b in zb]), spread([b["loop"] for b in zb]),
                 spread([b["end"] for b in zb]),
                 statistics.median([b["end"] - b["loop"] for b in zb])))
+            # The cluster merge's phases (-1: not reached, i.e. no cluster merge).
+            if all(b.get("sync", -1) >= 0 for b in zb):
+                print("        cluster merge: barrier passed %s  rows merged %s" % (
+                    spread([b["sync"] for b in zb]), spread([b["merged"] for b in zb])))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@
 
 #include "bench/gpu/timing.h"
 #include "cuda/cuda_check.h"
+#include "cuda/launch.h"
 #include "cuda/verify_kernel.h"
 #include "mlaverify/split_plan.h"
 #include "mlaverify/verify_params.h"
@@ -372,6 +373,13 @@ int main(int argc, char** argv) {
     bench::wgmma_one_warpgroup(sms, &s_ss, &s_rs, &pv1);
     std::printf("wgmma, 1 warpgroup/SM: m64n64k16 SS %.0f, RS (A in registers) %.0f, m64n256k16 "
                 "%.0f TFLOP/s\n", s_ss, s_rs, pv1);
+    // What the cluster merge's rule (cuda/verify_kernel.h choose_cluster_merge) sees.
+    cuda::detail::prepare_partial_wgmma();
+    std::printf("wgmma kernel clusters resident at once (size 1 / 2 / 4 / 8): %d / %d / %d / %d\n",
+                cuda::detail::max_active_clusters_wgmma(1),
+                cuda::detail::max_active_clusters_wgmma(2),
+                cuda::detail::max_active_clusters_wgmma(4),
+                cuda::detail::max_active_clusters_wgmma(8));
   }
 #endif
   const double copy_gbs = copy_bandwidth_gbs();
