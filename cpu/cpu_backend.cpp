@@ -88,6 +88,7 @@ inline void dot_rows4(const float* q, const float* k, float* out) {  // q: [4, 5
 struct RunContext {
   const VerifyParams* p;
   CpuFault fault;
+  bool folded;  // CpuOptions::folded
   std::vector<RequestExtent> extents;               // [bs]
   std::vector<std::vector<uint8_t>> draft_visible;  // [bs][D_i * D_i]: query t sees column j
   float* workspace;                                 // [num_partials, T, H, 513]
@@ -99,7 +100,7 @@ struct RunContext {
 // once per item (MQA: every head of a request reads the same KV rows).
 struct WorkItem {
   int32_t request;
-  int32_t partial;  // 0..num_splits-1: prefix splits; num_splits: the draft block
+  int32_t partial;  // 0..num_splits-1: prefix splits (folded: the splits); num_splits: the draft
   int32_t head_begin;
   int32_t head_end;
   int32_t query_begin;  // within the request
@@ -162,8 +163,6 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
   const int nq = (item.head_end - item.head_begin) * queries;  // rows of this item
   auto query_of = [&](int r) { return item.query_begin + r % queries; };
   auto head_of = [&](int r) { return item.head_begin + r / queries; };
-  const bool draft = item.partial == p.num_splits;
-
   // Query rows [q_lat | q_pe], converted once per item.
   std::vector<float> q(static_cast<size_t>(nq) * kRowDim);  // [nq, 576]
   for (int r = 0; r < nq; ++r) {
@@ -173,24 +172,40 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
     load_operands(p.q_dtype, p.q, base + p.q_rope_offset, kRopeDim, &q[r * kRowDim + kLatentDim]);
   }
 
-  // Key range of this partial: a prefix chunk (split_plan.h) or the draft block's D_i columns.
-  int64_t key_begin = 0;
-  int64_t key_end = e.draft_nodes;
+  // Key ranges of this partial, in the order its tiles are processed: a prefix chunk
+  // (split_plan.h split_range) or the draft block's D_i columns; folded, the split's draft
+  // columns and then its prefix chunk (folded_range).
+  struct Segment {
+    bool draft;
+    int64_t begin, end;
+  };
+  Segment segments[2];
+  int num_segments = 0;
   bool empty_split = false;
-  if (!draft) {
-    SplitRange range = split_range(e.prefix_len, p.num_splits, item.partial);
-    key_begin = range.begin;
-    key_end = range.end;
+  if (ctx.folded) {
+    const FoldedRange range =
+        folded_range(e.prefix_len, e.draft_nodes, p.num_splits, item.partial);
+    segments[num_segments++] = {true, range.draft_begin, range.draft_end};
+    segments[num_segments++] = {false, range.prefix_begin, range.prefix_end};
     empty_split = range.empty();
-    if (MLAV_FAULT(ctx, OverReadNextRequest)) {
+  } else if (item.partial == p.num_splits) {
+    segments[num_segments++] = {true, 0, e.draft_nodes};
+  } else {
+    const SplitRange range = split_range(e.prefix_len, p.num_splits, item.partial);
+    segments[num_segments++] = {false, range.begin, range.end};
+    empty_split = range.empty();
+  }
+  for (int g = 0; g < num_segments; ++g) {
+    Segment& seg = segments[g];
+    if (!seg.draft && MLAV_FAULT(ctx, OverReadNextRequest)) {
       // The bug: the split holding the end of the prefix loops `j <= end` and reads one more
       // kv_indices entry (the next request's first slot, or this request's first draft slot).
       // Only taken when the entry exists and names a pool slot: the CPU must not fault itself.
-      bool holds_end = range.end == e.prefix_len && (!range.empty() || item.partial == 0);
+      bool holds_end = seg.end == e.prefix_len && (seg.begin < seg.end || item.partial == 0);
       int64_t extra = e.kv_begin + e.prefix_len;
       if (holds_end && extra < p.kv_indices_len && p.kv_indices[extra] >= 0 &&
           p.kv_indices[extra] < p.pool_slots) {
-        key_end += 1;
+        seg.end += 1;
         empty_split = false;
       }
     }
@@ -204,11 +219,15 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
   std::vector<uint8_t> visible(static_cast<size_t>(nq) * kKvTile, 1);  // [nq, kKvTile]
   std::vector<float> alpha(nq);                                        // [nq]
   std::vector<uint8_t> live(nq);                                       // [nq] row saw a key
-  const uint8_t* draft_mask = draft ? ctx.draft_visible[item.request].data() : nullptr;
+  const uint8_t* draft_mask = ctx.draft_visible[item.request].data();
   // V is c, the first 512 entries of the logical row (SPEC §1).
   const int v_offset = MLAV_FAULT(ctx, VFromWrongColumns) ? kRopeDim : 0;
 
-  for (int64_t tile_begin = key_begin; tile_begin < key_end; tile_begin += kKvTile) {
+  for (int g = 0; g < num_segments; ++g)
+  for (int64_t tile_begin = segments[g].begin; tile_begin < segments[g].end;
+       tile_begin += kKvTile) {
+    const bool draft = segments[g].draft;
+    const int64_t key_end = segments[g].end;
     int64_t tile_end = std::min<int64_t>(tile_begin + kKvTile, key_end);
     if (!draft && MLAV_FAULT(ctx, SplitEndOffByOne) && tile_end == key_end) {
       tile_end -= 1;  // the bug: the split's last tile bound computed as `end - 1`
@@ -223,6 +242,9 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
       }
     } else {
       gather_prefix_tile(p, p.kv_indices + e.kv_begin + tile_begin, n, tile.data());
+      // Folded, prefix tiles follow the draft's in the same item: every key visible again.
+      if (g > 0 && tile_begin == segments[g].begin)
+        std::fill(visible.begin(), visible.end(), uint8_t{1});
     }
 
     // Phase 1, scores. Key-major so one key row stays in L1 while every query row meets it; each
@@ -312,7 +334,7 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
 // Merges the partials of (token, head) exactly (split_plan.h item 4) and writes o_lat and lse.
 void merge_row(const RunContext& ctx, int64_t token, int32_t head) {
   const VerifyParams& p = *ctx.p;
-  const int32_t partials = num_partials(p.num_splits);
+  const int32_t partials = ctx.folded ? p.num_splits : num_partials(p.num_splits);
   float lse_max = kNegInf;
   bool nan_seen = false;
   for (int32_t s = 0; s < partials; ++s) {
@@ -443,6 +465,7 @@ void CpuBackend::run(const VerifyParams& p) {
   RunContext ctx;
   ctx.p = &p;
   ctx.fault = options_.fault;
+  ctx.folded = options_.folded;
   ctx.tokens = p.qo_indptr[p.batch_size];
   ctx.extents.resize(p.batch_size);
   ctx.draft_visible.resize(p.batch_size);
@@ -463,7 +486,7 @@ void CpuBackend::run(const VerifyParams& p) {
     const int32_t d = ctx.extents[i].draft_nodes;
     const int32_t query_block = std::min(d, kQueryBlock);
     const int32_t head_block = std::max(1, kRowsPerItem / query_block);
-    for (int32_t s = 0; s < num_partials(p.num_splits); ++s) {
+    for (int32_t s = 0; s < (ctx.folded ? p.num_splits : num_partials(p.num_splits)); ++s) {
       for (int32_t h0 = 0; h0 < p.num_heads; h0 += head_block) {
         const int32_t h1 = std::min(h0 + head_block, p.num_heads);
         for (int32_t q0 = 0; q0 < d; q0 += query_block) {

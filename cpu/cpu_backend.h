@@ -25,6 +25,11 @@ namespace mlaverify::cpu {
 struct CpuOptions {
   int threads = 0;                  // worker threads including the caller; 0 = hardware concurrency
   CpuFault fault = CpuFault::None;  // anything but None needs mlaverify_cpu_faults
+  // The split plan (split_plan.h): false, num_splits prefix splits and the draft's own partial;
+  // true, the folded plan the wgmma kernel runs where choose_folded picks it (the draft tiles
+  // first in split 0's tile sequence, no draft partial). The CUDA tests set it to the plan the
+  // kernel ran, so CPU and GPU round the same sums.
+  bool folded = false;
 };
 
 class ThreadPool;
@@ -44,8 +49,8 @@ inline namespace MLAV_CPU_VARIANT {
 //    acc = acc * alpha + pv where pv = sum_j bf16(p_j) * v_j (keys in increasing order),
 //    p_j = exp(s_j - m_new). A tile with no visible key so far leaves the state empty.
 //  - Partial: o = acc / l, lse = m + log(l); no visible key: o = 0, lse = -inf.
-//  - Merge over partials s = 0..num_splits (the last is the draft block) in increasing s, exactly
-//    as split_plan.h item 4; then o is rounded once to p.o_dtype.
+//  - Merge over partials s = 0..num_splits (the last is the draft block; folded: 0..num_splits-1)
+//    in increasing s, exactly as split_plan.h item 4; then o is rounded once to p.o_dtype.
 // Work items are (request, partial, block of heads, block of draft queries): each gathers a key
 // tile once for all its (head, query) rows, writes its own slice of the partials, and the merge
 // writes each (token, head) once, so results are bit-identical for any thread count.

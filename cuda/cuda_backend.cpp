@@ -126,6 +126,7 @@ void CudaBackend::run(const VerifyParams& p) {
 
   VerifyKernel kernel;
   kernel.initialize(d, ws, st.stream);
+  last_run_folded_ = kernel.folded();
   kernel.run();
   CUDA_CHECK(
       cudaMemcpyAsync(p.o_lat, d.o_lat, o_extent(p) * obytes, cudaMemcpyDeviceToHost, st.stream));

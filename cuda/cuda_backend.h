@@ -28,10 +28,14 @@ class CudaBackend : public Backend {
   // (max_total_q rows, the pool's extent from kv_layout and pool_slots, kv_indices_len, mask_len),
   // launches, and copies o_lat and lse back (unwritten rows keep the caller's contents).
   void run(const VerifyParams& p) override;
+  // The split plan of the last run (VerifyKernel::folded): the CPU backend's CpuOptions::folded
+  // that runs the same sums, for CPU-vs-CUDA comparisons.
+  bool last_run_folded() const { return last_run_folded_; }
 
  private:
   struct State;
   std::unique_ptr<State> state_;
+  bool last_run_folded_ = false;
 };
 
 // The backend as the property suite holds backends (cpu/ has make_cpu_backend likewise).

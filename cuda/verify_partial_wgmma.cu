@@ -627,7 +627,8 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
   if (args.cluster_merge) {
     float lse[2];
 #pragma unroll
-    for (int hr = 0; hr < 2; ++hr) lse[hr] = row_lse(l_run[hr], m_run[hr], row_inv_l()[r0 + 8 * hr]);
+    for (int hr = 0; hr < 2; ++hr)
+      lse[hr] = row_lse(l_run[hr], m_run[hr], row_inv_l()[r0 + 8 * hr]);
     sync_all_warpgroups();  // both warpgroups' last PV retired: the KV buffers are free
     if ((lane & 3) == 0) {
       float* stash_lse = reinterpret_cast<float*>(smem_wgmma + kOffKv + kOffStashLse);

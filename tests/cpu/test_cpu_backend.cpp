@@ -132,6 +132,41 @@ TEST(CpuBackend, Fp32StorageIsReadAsItsBf16Rounding) {
   expect_identical_outputs(f32_case, bf16_case, "fp32 vs bf16 storage");
 }
 
+// The folded plan (CpuOptions::folded, the wgmma kernel's): the draft tiles join split 0's tile
+// sequence and there is no draft partial. Same derived bound (it counts every key and tile of
+// the request, and num_splits + 1 partials, more than the folded plan merges).
+TEST(CpuBackend, FoldedPlanMatchesModel) {
+  for (int32_t splits : {1, 2, 3, 5}) {
+    CaseSpec spec = mixed_spec(base_seed() + 40 + splits);
+    spec.num_splits = splits;
+    Case c(spec);
+    CpuBackend backend({.threads = 2, .folded = true});
+    expect_matches_model(c, backend, "folded splits=" + std::to_string(splits));
+  }
+}
+
+// The option is wired: with a draft wider than a tile and a prefix, the folded plan's partials
+// hold other keys than the unfolded plan's, so the running maxima (and with them the bf16
+// roundings of P) differ and some output bit does (fixed seed: deterministic). And the folded
+// run is bit-identical for any thread count, as the unfolded one is.
+TEST(CpuBackend, FoldedPlanIsADifferentSumAndThreadCountFree) {
+  CaseSpec spec = mixed_spec(base_seed() + 50);
+  spec.num_splits = 2;
+  Case unfolded(spec), folded(spec), folded3(spec);
+  CpuBackend a({.threads = 2}), b({.threads = 2, .folded = true});
+  CpuBackend b3({.threads = 3, .folded = true});
+  VerifyParams pa = unfolded.params(), pb = folded.params(), pb3 = folded3.params();
+  a.run(pa);
+  b.run(pb);
+  b3.run(pb3);
+  int64_t differing = 0;
+  for (int64_t t = 0; t < unfolded.tokens(); ++t)
+    for (int32_t h = 0; h < spec.heads; ++h)
+      for (int k = 0; k < kLatentDim; ++k) differing += unfolded.o(t, h, k) != folded.o(t, h, k);
+  EXPECT_GT(differing, 0) << "CpuOptions::folded changed nothing";
+  expect_identical_outputs(folded, folded3, "folded, threads 2 vs 3");
+}
+
 TEST(CpuBackend, BitIdenticalForAnyThreadCount) {
   CaseSpec spec = mixed_spec(base_seed() + 21);
   spec.num_splits = 4;

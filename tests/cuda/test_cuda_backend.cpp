@@ -179,7 +179,8 @@ TEST_P(CudaVsReference, WithinDerivedBoundOfModelAndCpu) {
     frob_model = std::max(frob_model, m.rel_frob);
   }
 
-  cpu::CpuBackend cpu_backend;
+  // The CPU backend on the plan the kernel ran (folded or not): the same partial sums.
+  cpu::CpuBackend cpu_backend({.folded = gpu.last_run_folded()});
   batch.poison_outputs();
   cpu_backend.run(batch.params());
   for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
