@@ -91,7 +91,8 @@ constexpr int kOffInvL = kOffScale + kBufs * 64 * 4;   // 1 / l, fp32 [64]
 constexpr int kOffVis = kOffInvL + 64 * 4;             // draft visibility, uint64 [3][64]
 // mbarriers: tile landed [3], P written [3], buffer empty [3], S done [3]
 constexpr int kOffBar = kOffVis + kBufs * 64 * 8;
-constexpr int kUsed = kOffBar + 4 * kBufs * 8;
+// then Q staged and Q loaded (warpgroup 0's prologue: see math_warpgroup)
+constexpr int kUsed = kOffBar + (4 * kBufs + 2) * 8;
 static_assert(kUsed == kWgmmaSmemBytes, "verify_kernel.h: kWgmmaSmemBytes");
 static_assert(kRowDim == 576 && kLatentDim == 512, "9 column blocks, V = the 8 latent ones");
 // O's columns: warpgroup 0 (which also holds Q in registers) accumulates the first kCols0,
@@ -243,6 +244,13 @@ __device__ __forceinline__ uint32_t bar_empty(int b) {
 }
 __device__ __forceinline__ uint32_t bar_s_done(int b) {
   return smem_base() + kOffBar + 8 * (3 * kBufs + b);
+}
+// Warpgroup 0's Q is in buffer 2 (each thread's copies done), then in its registers (buffer 2
+// free for tile 2): one-way signals, so warpgroup 1's prologue (the draft visibility decode)
+// never holds up warpgroup 0's.
+__device__ __forceinline__ uint32_t bar_q_staged() { return smem_base() + kOffBar + 8 * 4 * kBufs; }
+__device__ __forceinline__ uint32_t bar_q_loaded() {
+  return smem_base() + kOffBar + 8 * (4 * kBufs + 1);
 }
 __device__ __forceinline__ float* row_scale(int b) {
   return reinterpret_cast<float*>(smem_wgmma + kOffScale) + b * kRows;
@@ -458,10 +466,11 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     }
     cp_async_commit();
     cp_async_wait<0>();
-    // Q staged, for all of warpgroup 0. (All 256 threads, warpgroup 1 matching it:
-    // compute-sanitizer racecheck lost track of every later barrier after a 128-thread named
-    // barrier.)
-    sync_all_warpgroups();
+    // Q staged, for all of warpgroup 0: an mbarrier of its 128 threads. (A 128-thread named
+    // barrier here made compute-sanitizer racecheck lose track of every later barrier, v14; a
+    // 256-thread one made warpgroup 0 wait for warpgroup 1's draft decode, v15.)
+    mbar_arrive(bar_q_staged());
+    mbar_wait(bar_q_staged(), 0);
   }
 
   // Q's latent columns as wgmma A fragments: k16 step 4 c + ks is columns 64 c + 16 ks ..,
@@ -479,7 +488,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
                     qf[4 * c + ks][1], qf[4 * c + ks][2], qf[4 * c + ks][3]);
       }
   }
-  sync_all_warpgroups();  // buffer 2 may now receive tile 2
+  mbar_arrive(bar_q_loaded());  // buffer 2 may now receive tile 2
   MLAV_TRACE(kTraceLoop);
 
   float m_run[2] = {-INFINITY, -INFINITY};  // rows r0, r0 + 8, in log2 units
@@ -810,8 +819,7 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
       if (tile < 2) mbar_arrive(bar_full(tile));
     }
   }
-  sync_all_warpgroups();  // warpgroup 0's: Q staged
-  sync_all_warpgroups();  // warpgroup 0 has Q in registers: buffer 2 is free
+  mbar_wait(bar_q_loaded(), 0);  // warpgroup 0 has Q in registers: buffer 2 is free
   if (num_tiles > 2) load_tile(2);
 
   // 64 rows x 2 kCols1 columns, oa then ob: o[4 i + f], column block i (n8)
@@ -889,7 +897,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
 
   // The swizzle pattern repeats every 1024 bytes, so every block must start on a 1024-byte
   // boundary. Without static shared memory the dynamic window starts at the block's shared
-  // base, which is 1024-aligned; there is no room left to align by hand (kUsed is within 416
+  // base, which is 1024-aligned; there is no room left to align by hand (kUsed is within 400
   // bytes of Hopper's 232,448), so a misaligned base stops the kernel loudly instead.
   if ((smem_base() & 1023u) != 0) __trap();
   const int tid = threadIdx.x;
@@ -901,6 +909,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
       mbar_init(bar_empty(b), 256);     // both warpgroups, once their PV of the tile is done
       mbar_init(bar_s_done(b), 128);    // warpgroup 0's threads, once S of the tile retired
     }
+    mbar_init(bar_q_staged(), 128);  // warpgroup 0's threads, each once its Q copies are done
+    mbar_init(bar_q_loaded(), 128);  // warpgroup 0's threads, each once Q is in its registers
   }
 
   __syncthreads();  // the barriers initialized, before any arrival
