@@ -12,7 +12,7 @@
 namespace mlaverify::cli {
 
 std::vector<std::string> backend_names() {
-  std::vector<std::string> names{"model", "cpu"};
+  std::vector<std::string> names{"model", "cpu", "cpu-folded"};
 #ifdef MLAV_HAVE_CUDA
   names.push_back("cuda");
 #endif
@@ -22,6 +22,8 @@ std::vector<std::string> backend_names() {
 BackendPtr make_backend(std::string_view name) {
   if (name == "model") return std::make_shared<model::ModelBackend>();
   if (name == "cpu") return cpu::make_cpu_backend();
+  // The CPU backend on the wgmma kernel's folded split plan (CpuOptions::folded).
+  if (name == "cpu-folded") return cpu::make_cpu_backend({.folded = true});
 #ifdef MLAV_HAVE_CUDA
   if (name == "cuda") return std::make_shared<cuda::CudaBackend>();
 #endif

@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
 
   cli::FuzzOptions fz;
   CLI::App* fuzz = app.add_subcommand("fuzz", "Run a fuzz campaign of every property on a backend");
-  fuzz->add_option("--backend", fz.backend, "model, cpu, cuda, or mutant:<name>");
+  fuzz->add_option("--backend", fz.backend, "model, cpu, cpu-folded, cuda, or mutant:<name>");
   fuzz->add_option("--cases", fz.cases, "Random cases")->check(CLI::Range(1, 1000000));
   fuzz->add_option("--seed", fz.seed, "Seed: the campaign is a function of it");
   fuzz->add_option("--property", fz.properties, "Only these properties (repeatable)");
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
 
   cli::ReplayOptions rp;
   CLI::App* replay = app.add_subcommand("replay", "Replay scenario files on a backend");
-  replay->add_option("--backend", rp.backend, "model, cpu, cuda, or mutant:<name>");
+  replay->add_option("--backend", rp.backend, "model, cpu, cpu-folded, cuda, or mutant:<name>");
   replay->add_option("paths", rp.paths, "Scenario files or folders")->required();
   replay->add_flag("!--no-recorded", rp.check_recorded,
                    "Skip re-running scenarios on the mutant that found them");

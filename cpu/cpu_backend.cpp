@@ -433,8 +433,12 @@ bool CpuBackend::faults_compiled_in() {
 }
 
 std::string CpuBackend::name() const {
-  if (options_.fault == CpuFault::None) return "cpu";
-  return "cpu[fault=" + std::string(fault_name(options_.fault)) + "]";
+  if (!options_.folded && options_.fault == CpuFault::None) return "cpu";
+  std::string name = "cpu[";
+  if (options_.folded) name.append("folded");
+  if (options_.folded && options_.fault != CpuFault::None) name.append(",");
+  if (options_.fault != CpuFault::None) name.append("fault=").append(fault_name(options_.fault));
+  return name.append("]");
 }
 
 Support CpuBackend::can_implement(const VerifyParams& p) const {

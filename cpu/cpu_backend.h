@@ -59,7 +59,7 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(CpuOptions options = {});
   ~CpuBackend() override;
 
-  // "cpu", or "cpu[fault=Name]" when a fault is injected.
+  // "cpu", "cpu[folded]" on the folded plan, "cpu[fault=Name]" when a fault is injected.
   std::string name() const override;
   // No for max_draft > 1024, dtypes other than bf16 / f32, or a fault this build compiled out.
   Support can_implement(const VerifyParams& p) const override;

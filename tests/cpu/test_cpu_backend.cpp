@@ -78,6 +78,7 @@ CaseSpec mixed_spec(uint64_t seed) {
 TEST(CpuBackend, NameAndWorkspace) {
   CpuBackend backend({.threads = 2});
   EXPECT_EQ(backend.name(), "cpu");
+  EXPECT_EQ(CpuBackend({.threads = 1, .folded = true}).name(), "cpu[folded]");
   EXPECT_EQ(backend.threads(), 2);
   EXPECT_FALSE(CpuBackend::faults_compiled_in());
   VerifyParams p;

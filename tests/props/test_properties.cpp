@@ -27,6 +27,8 @@ std::vector<Named> backends() {
   std::vector<Named> out;
   out.push_back({"model", std::make_shared<model::ModelBackend>()});
   out.push_back({"cpu", cpu::make_cpu_backend()});
+  // The CPU backend on the folded plan the wgmma kernel runs (draft tiles in split 0's sequence).
+  out.push_back({"cpu_folded", cpu::make_cpu_backend({.folded = true})});
 #if defined(MLAV_PROPS_HAVE_CUDA)
   if (cuda::cuda_device_available()) out.push_back({"cuda", std::make_shared<cuda::CudaBackend>()});
 #endif
@@ -53,6 +55,9 @@ TEST_P(PropertySuite, CampaignFindsNothing) {
   o.seed = seed_from_env(20261129);
   o.cases = cases_from_env(60);
   if (GetParam() == "model") o.cases = std::max(1, o.cases / 2);
+  // The folded plan shares everything with "cpu" but how a request's keys are cut into
+  // partials: half the cases, to keep CI's time.
+  if (GetParam() == "cpu_folded") o.cases = std::max(1, o.cases / 2);
   o.out_dir = std::filesystem::path(MLAV_PROPS_OUT_DIR) / "failures";
   std::printf(
       "property campaign on %s: MLAV_SEED=%llu MLAV_CASES=%d (rerun with these to "
@@ -80,7 +85,8 @@ TEST_P(PropertySuite, ShippedScenariosReplay) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, PropertySuite,
-                         ::testing::Values(std::string("model"), std::string("cpu")
+                         ::testing::Values(std::string("model"), std::string("cpu"),
+                                           std::string("cpu_folded")
 #if defined(MLAV_PROPS_HAVE_CUDA)
                                                                      ,
                                            std::string("cuda")
