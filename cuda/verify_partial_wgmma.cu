@@ -716,7 +716,7 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
   // The mask row of this thread's draft visibility (row lt / 2, keys half * 32 .. of each of the
   // first kBufs draft tiles, decoded below): its offset loaded beside the slot ids, its bytes
   // prefetched into L1 before the tiles' copies are queued, so the decode's reads do not wait
-  // behind them (the blocks holding draft tiles started ~3 us late on ddtree128, v14).
+  // behind them (chain4 -1.3%, tree16 -0.5%, cuda/NOTES.md v15).
   const int vis_r = lt >> 1, vis_half = lt & 1;
   MaskRow mrow{};
   bool vis_row_ok = false;
