@@ -88,7 +88,8 @@ inline void dot_rows4(const float* q, const float* k, float* out) {  // q: [4, 5
 struct RunContext {
   const VerifyParams* p;
   CpuFault fault;
-  bool folded;  // CpuOptions::folded
+  bool folded;       // CpuOptions::folded
+  int32_t partials;  // num_splits, plus the draft's own partial unless folded
   std::vector<RequestExtent> extents;               // [bs]
   std::vector<std::vector<uint8_t>> draft_visible;  // [bs][D_i * D_i]: query t sees column j
   float* workspace;                                 // [num_partials, T, H, 513]
@@ -223,92 +224,91 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
   // V is c, the first 512 entries of the logical row (SPEC §1).
   const int v_offset = MLAV_FAULT(ctx, VFromWrongColumns) ? kRopeDim : 0;
 
-  for (int g = 0; g < num_segments; ++g)
-  for (int64_t tile_begin = segments[g].begin; tile_begin < segments[g].end;
-       tile_begin += kKvTile) {
+  for (int g = 0; g < num_segments; ++g) {
     const bool draft = segments[g].draft;
     const int64_t key_end = segments[g].end;
-    int64_t tile_end = std::min<int64_t>(tile_begin + kKvTile, key_end);
-    if (!draft && MLAV_FAULT(ctx, SplitEndOffByOne) && tile_end == key_end) {
-      tile_end -= 1;  // the bug: the split's last tile bound computed as `end - 1`
-    }
-    const int n = static_cast<int>(tile_end - tile_begin);
-    if (n <= 0) continue;
-    if (draft) {
-      gather_draft_tile(p, e, tile_begin, n, tile.data());
+    // Folded, the prefix tiles follow the draft's in the same item: every key visible again.
+    if (!draft && g > 0) std::fill(visible.begin(), visible.end(), uint8_t{1});
+    for (int64_t tile_begin = segments[g].begin; tile_begin < key_end; tile_begin += kKvTile) {
+      int64_t tile_end = std::min<int64_t>(tile_begin + kKvTile, key_end);
+      if (!draft && MLAV_FAULT(ctx, SplitEndOffByOne) && tile_end == key_end) {
+        tile_end -= 1;  // the bug: the split's last tile bound computed as `end - 1`
+      }
+      const int n = static_cast<int>(tile_end - tile_begin);
+      if (n <= 0) continue;
+      if (draft) {
+        gather_draft_tile(p, e, tile_begin, n, tile.data());
+        for (int r = 0; r < nq; ++r) {
+          const int64_t row = static_cast<int64_t>(query_of(r)) * e.draft_nodes;
+          for (int j = 0; j < n; ++j) visible[r * kKvTile + j] = draft_mask[row + tile_begin + j];
+        }
+      } else {
+        gather_prefix_tile(p, p.kv_indices + e.kv_begin + tile_begin, n, tile.data());
+      }
+
+      // Phase 1, scores. Key-major so one key row stays in L1 while every query row meets it; each
+      // score is one dot_row in its fixed order, so the loop order changes no bit.
+      // Masked entries may be computed too (four rows at a time) but are never read.
+      for (int j = 0; j < n; ++j) {
+        const float* k_row = &tile[static_cast<int64_t>(j) * kRowDim];
+        int r = 0;
+        for (; r + 4 <= nq; r += 4) {
+          float dots[4];
+          dot_rows4(&q[r * kRowDim], k_row, dots);
+          for (int u = 0; u < 4; ++u) scores[(r + u) * kKvTile + j] = p.sm_scale * dots[u];
+        }
+        for (; r < nq; ++r) {
+          if (!visible[r * kKvTile + j]) continue;
+          scores[r * kKvTile + j] = p.sm_scale * dot_row(&q[r * kRowDim], k_row);
+        }
+      }
+
+      // Phase 2, per row: the tile max, the rescale factor, the probabilities.
       for (int r = 0; r < nq; ++r) {
-        const int64_t row = static_cast<int64_t>(query_of(r)) * e.draft_nodes;
-        for (int j = 0; j < n; ++j) visible[r * kKvTile + j] = draft_mask[row + tile_begin + j];
-      }
-    } else {
-      gather_prefix_tile(p, p.kv_indices + e.kv_begin + tile_begin, n, tile.data());
-      // Folded, prefix tiles follow the draft's in the same item: every key visible again.
-      if (g > 0 && tile_begin == segments[g].begin)
-        std::fill(visible.begin(), visible.end(), uint8_t{1});
-    }
-
-    // Phase 1, scores. Key-major so one key row stays in L1 while every query row meets it; each
-    // score is one dot_row in its fixed order, so the loop order changes no bit.
-    // Masked entries may be computed too (four rows at a time) but are never read.
-    for (int j = 0; j < n; ++j) {
-      const float* k_row = &tile[static_cast<int64_t>(j) * kRowDim];
-      int r = 0;
-      for (; r + 4 <= nq; r += 4) {
-        float dots[4];
-        dot_rows4(&q[r * kRowDim], k_row, dots);
-        for (int u = 0; u < 4; ++u) scores[(r + u) * kKvTile + j] = p.sm_scale * dots[u];
-      }
-      for (; r < nq; ++r) {
-        if (!visible[r * kKvTile + j]) continue;
-        scores[r * kKvTile + j] = p.sm_scale * dot_row(&q[r * kRowDim], k_row);
-      }
-    }
-
-    // Phase 2, per row: the tile max, the rescale factor, the probabilities.
-    for (int r = 0; r < nq; ++r) {
-      const float* s_row = &scores[r * kKvTile];
-      const uint8_t* vis = &visible[r * kKvTile];
-      float tile_max = kNegInf;
-      for (int j = 0; j < n; ++j) {
-        if (vis[j]) tile_max = std::max(tile_max, s_row[j]);
-      }
-      RowState& st = state[r];
-      const float m_new = std::max(st.m, tile_max);
-      // Nothing visible so far: keep the empty state, so exp(-inf - -inf) never happens.
-      live[r] = m_new != kNegInf;
-      if (!live[r]) continue;
-      // m = -inf (first visible tile) gives alpha = 0, and acc, l are still 0.
-      alpha[r] = std::exp(st.m - m_new);
-      float tile_l = 0.f;
-      float* p_row = &probs[r * kKvTile];
-      for (int j = 0; j < n; ++j) {
-        if (!vis[j]) continue;
-        const float prob = std::exp(s_row[j] - m_new);
-        tile_l += prob;               // l sums the unrounded fp32 probabilities
-        p_row[j] = round_bf16(prob);  // the P operand of the P @ V product
-      }
-      st.l = st.l * alpha[r] + tile_l;
-      st.m = m_new;
-    }
-
-    // Phase 3, pv = P @ V and acc = acc * alpha + pv, one 64-column chunk of one row at a time so
-    // the chunk's partial sums stay in registers while the keys stream past; each element still
-    // adds its keys in increasing order, and pv is complete before it meets acc.
-    for (int r = 0; r < nq; ++r) {
-      if (!live[r]) continue;
-      const float* p_row = &probs[r * kKvTile];
-      const uint8_t* vis = &visible[r * kKvTile];
-      float* acc_row = &acc[r * kLatentDim];
-      const float a = alpha[r];
-      for (int chunk = 0; chunk < kLatentDim; chunk += kPvChunk) {
-        float pv[kPvChunk] = {};  // [64]
+        const float* s_row = &scores[r * kKvTile];
+        const uint8_t* vis = &visible[r * kKvTile];
+        float tile_max = kNegInf;
+        for (int j = 0; j < n; ++j) {
+          if (vis[j]) tile_max = std::max(tile_max, s_row[j]);
+        }
+        RowState& st = state[r];
+        const float m_new = std::max(st.m, tile_max);
+        // Nothing visible so far: keep the empty state, so exp(-inf - -inf) never happens.
+        live[r] = m_new != kNegInf;
+        if (!live[r]) continue;
+        // m = -inf (first visible tile) gives alpha = 0, and acc, l are still 0.
+        alpha[r] = std::exp(st.m - m_new);
+        float tile_l = 0.f;
+        float* p_row = &probs[r * kKvTile];
         for (int j = 0; j < n; ++j) {
           if (!vis[j]) continue;
-          const float prob_bf16 = p_row[j];
-          const float* v = &tile[static_cast<int64_t>(j) * kRowDim + v_offset + chunk];
-          for (int k = 0; k < kPvChunk; ++k) pv[k] += prob_bf16 * v[k];
+          const float prob = std::exp(s_row[j] - m_new);
+          tile_l += prob;               // l sums the unrounded fp32 probabilities
+          p_row[j] = round_bf16(prob);  // the P operand of the P @ V product
         }
-        for (int k = 0; k < kPvChunk; ++k) acc_row[chunk + k] = acc_row[chunk + k] * a + pv[k];
+        st.l = st.l * alpha[r] + tile_l;
+        st.m = m_new;
+      }
+
+      // Phase 3, pv = P @ V and acc = acc * alpha + pv, one 64-column chunk of one row at a time so
+      // the chunk's partial sums stay in registers while the keys stream past; each element still
+      // adds its keys in increasing order, and pv is complete before it meets acc.
+      for (int r = 0; r < nq; ++r) {
+        if (!live[r]) continue;
+        const float* p_row = &probs[r * kKvTile];
+        const uint8_t* vis = &visible[r * kKvTile];
+        float* acc_row = &acc[r * kLatentDim];
+        const float a = alpha[r];
+        for (int chunk = 0; chunk < kLatentDim; chunk += kPvChunk) {
+          float pv[kPvChunk] = {};  // [64]
+          for (int j = 0; j < n; ++j) {
+            if (!vis[j]) continue;
+            const float prob_bf16 = p_row[j];
+            const float* v = &tile[static_cast<int64_t>(j) * kRowDim + v_offset + chunk];
+            for (int k = 0; k < kPvChunk; ++k) pv[k] += prob_bf16 * v[k];
+          }
+          for (int k = 0; k < kPvChunk; ++k) acc_row[chunk + k] = acc_row[chunk + k] * a + pv[k];
+        }
       }
     }
   }
@@ -334,7 +334,7 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
 // Merges the partials of (token, head) exactly (split_plan.h item 4) and writes o_lat and lse.
 void merge_row(const RunContext& ctx, int64_t token, int32_t head) {
   const VerifyParams& p = *ctx.p;
-  const int32_t partials = ctx.folded ? p.num_splits : num_partials(p.num_splits);
+  const int32_t partials = ctx.partials;
   float lse_max = kNegInf;
   bool nan_seen = false;
   for (int32_t s = 0; s < partials; ++s) {
@@ -470,6 +470,7 @@ void CpuBackend::run(const VerifyParams& p) {
   ctx.p = &p;
   ctx.fault = options_.fault;
   ctx.folded = options_.folded;
+  ctx.partials = ctx.folded ? p.num_splits : num_partials(p.num_splits);
   ctx.tokens = p.qo_indptr[p.batch_size];
   ctx.extents.resize(p.batch_size);
   ctx.draft_visible.resize(p.batch_size);
@@ -490,7 +491,7 @@ void CpuBackend::run(const VerifyParams& p) {
     const int32_t d = ctx.extents[i].draft_nodes;
     const int32_t query_block = std::min(d, kQueryBlock);
     const int32_t head_block = std::max(1, kRowsPerItem / query_block);
-    for (int32_t s = 0; s < (ctx.folded ? p.num_splits : num_partials(p.num_splits)); ++s) {
+    for (int32_t s = 0; s < ctx.partials; ++s) {
       for (int32_t h0 = 0; h0 < p.num_heads; h0 += head_block) {
         const int32_t h1 = std::min(h0 + head_block, p.num_heads);
         for (int32_t q0 = 0; q0 < d; q0 += query_block) {
