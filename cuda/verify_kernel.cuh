@@ -232,7 +232,7 @@ __device__ __forceinline__ void store_row_totals(const PartialArgs& args, int64_
 }
 
 // The merge's arithmetic (split_plan.h numerics 4 and 5), one set of helpers for the merge kernel
-// (merge_row) and the wgmma kernel's cluster merge, so both give the same bits: with M the
+// (verify_merge.cu merge_row) and the wgmma kernel's cluster merge, so both give the same bits: with M the
 // largest partial lse of a row, o = sum over partials s in index order (the CPU backend's order)
 // of w_s o_s, w_s = exp(lse_s - M), skipping lse_s = -inf (empty, unwritten or fully masked);
 // then o / sum w_s, rounded once, and lse = M + log(sum w_s).
@@ -277,46 +277,6 @@ __device__ __forceinline__ void merge_store(const VerifyParams& p, int64_t token
 __device__ __forceinline__ void merge_store_lse(const VerifyParams& p, int64_t token,
                                                 int32_t head, float big_m, float wsum) {
   p.lse[token * p.num_heads + head] = big_m == -INFINITY ? -INFINITY : big_m + logf(wsum);
-}
-
-// The merge kernel's row: one warp, lane l holding the lse of partials l, l + 32, .. (-inf for
-// the ones to skip) and summing columns 4 l + 128 c .. + 3, c = 0..3, of each partial, read by
-// load_o(s, c) as a float4, one partial at a time (only those with lse > -inf are read).
-template <int kLsePerLane, class LoadO>
-__device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, int32_t head,
-                                          const float (&lse_l)[kLsePerLane], int32_t np,
-                                          LoadO&& load_o) {
-  const int lane = threadIdx.x & 31;
-  float big_m = lse_l[0];
-#pragma unroll
-  for (int k = 1; k < kLsePerLane; ++k) big_m = fmaxf(big_m, lse_l[k]);
-#pragma unroll
-  for (int off = 16; off >= 1; off >>= 1)
-    big_m = fmaxf(big_m, __shfl_xor_sync(0xffffffffu, big_m, off));
-
-  float4 o[4];
-#pragma unroll
-  for (int c = 0; c < 4; ++c) o[c] = make_float4(0.f, 0.f, 0.f, 0.f);
-  float wsum = 0.f;
-  if (big_m != -INFINITY) {  // warp-uniform: the shuffles below see every lane
-#pragma unroll 4
-    for (int32_t s = 0; s < np; ++s) {
-      float mine = lse_l[0];  // lse_l[s / 32], without indexing registers dynamically
-#pragma unroll
-      for (int k = 1; k < kLsePerLane; ++k)
-        if (s >= 32 * k) mine = lse_l[k];
-      const float lse_s = __shfl_sync(0xffffffffu, mine, s & 31);
-      if (lse_s == -INFINITY) continue;
-      const float w = merge_weight(lse_s, big_m);
-#pragma unroll
-      for (int c = 0; c < 4; ++c) merge_add(o[c], w, load_o(s, c));
-      wsum += w;
-    }
-    merge_normalize(o, wsum);
-  }
-#pragma unroll
-  for (int c = 0; c < 4; ++c) merge_store(p, token, head, lane * 4 + 128 * c, o[c]);
-  if (lane == 0) merge_store_lse(p, token, head, big_m, wsum);
 }
 
 // ---------------------------------------------------------------------------------------------
