@@ -231,11 +231,11 @@ __device__ __forceinline__ void store_row_totals(const PartialArgs& args, int64_
     args.ws_lse[partial * args.p.max_total_q * H + (e.q_begin + row / H) * H + row % H] = lse;
 }
 
-// The merge's arithmetic (split_plan.h numerics 4 and 5), one set of helpers for the merge kernel
-// (verify_merge.cu merge_row) and the wgmma kernel's cluster merge, so both give the same bits: with M the
-// largest partial lse of a row, o = sum over partials s in index order (the CPU backend's order)
-// of w_s o_s, w_s = exp(lse_s - M), skipping lse_s = -inf (empty, unwritten or fully masked);
-// then o / sum w_s, rounded once, and lse = M + log(sum w_s).
+// The merge's arithmetic (split_plan.h numerics 4 and 5), one set of helpers for the merge
+// kernel (verify_merge.cu merge_row) and the wgmma kernel's cluster merge, so both give the same
+// bits: with M the largest partial lse of a row, o = sum over partials s in index order (the CPU
+// backend's order) of w_s o_s, w_s = exp(lse_s - M), skipping lse_s = -inf (empty, unwritten or
+// fully masked); then o / sum w_s, rounded once, and lse = M + log(sum w_s).
 // Each o_s is normalized by its own sum; w_s restores its share of the global sum, which is what
 // makes the merge exact. lse_s <= M, so w_s <= 1: no overflow.
 __device__ __forceinline__ float merge_weight(float lse_s, float big_m) {
