@@ -19,7 +19,9 @@ namespace mlaverify::cuda::detail {
 // The merge kernel's row: one warp, lane l holding the lse of partials l, l + 32, .. (-inf for
 // the ones to skip) and summing columns 4 l + 128 c .. + 3, c = 0..3, of each partial, read by
 // load_o(s, c) as a float4, one partial at a time (only those with lse > -inf are read).
-template <int kLsePerLane, class LoadO>
+constexpr int kLsePerLane = 3;  // partials l, l + 32, l + 64 (np <= kMaxSplits + 1 = 65)
+static_assert(kMaxSplits + 1 <= 32 * kLsePerLane, "three partials per lane");
+template <class LoadO>
 __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, int32_t head,
                                           const float (&lse_l)[kLsePerLane], int32_t np,
                                           LoadO&& load_o) {
@@ -102,11 +104,10 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
                             ? folded_nonempty_splits(e.prefix_len, e.draft_nodes, p.num_splits)
                             : nonempty_splits(e.prefix_len, p.num_splits);
   auto written = [&](int32_t s) { return s < front || (!args.folded && s == p.num_splits); };
-  // Lane l holds the lse of partials l, l + 32, l + 64 (np <= kMaxSplits + 1 = 65).
-  static_assert(kMaxSplits + 1 <= 96, "three partials per lane");
-  float lse_l[3];
+  // Lane l holds the lse of partials l, l + 32, l + 64.
+  float lse_l[kLsePerLane];
 #pragma unroll
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < kLsePerLane; ++k) {
     const int32_t s = lane + 32 * k;
     lse_l[k] = s < np && written(s) ? args.ws_lse[s * rows_total + out_row] : -INFINITY;
   }
