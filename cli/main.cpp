@@ -2,11 +2,13 @@
 // command is a plain function in commands.h.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <exception>
 #include <iostream>
 
 #include "cli/backends.h"
 #include "cli/commands.h"
+#include "cli/dump_commands.h"
 #include "mlaverify/error.h"
 
 int main(int argc, char** argv) {
@@ -36,13 +38,38 @@ int main(int argc, char** argv) {
   replay->add_flag("!--no-recorded", rp.check_recorded,
                    "Skip re-running scenarios on the mutant that found them");
 
+  cli::DumpOptions dopt;
+  std::vector<std::filesystem::path> dumps;
+  CLI::App* diagnose = app.add_subcommand(
+      "diagnose", "Explain a server dump's disagreement: the model under every known wrong reading");
+  diagnose->add_option("dumps", dumps, "Server dumps (.safetensors)")->required();
+  diagnose->add_option("--reading", dopt.readings, "Only these readings (repeatable)");
+  diagnose->add_flag("--json", dopt.json, "Machine-readable output");
+  diagnose->add_option("--max-memory", dopt.max_memory, "Bytes a dump may hold in memory");
+  diagnose->add_option("--max-seconds", dopt.max_seconds, "Refuse dumps whose model pass is longer");
+
   CLI::App* backends = app.add_subcommand("backends", "List the backends this build can run");
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (*selfcheck) return cli::selfcheck(self, std::cout);
     if (*fuzz) return cli::fuzz(fz, std::cout);
-    if (*replay) return cli::replay(rp, std::cout);
+    if (*replay) {
+      bool all_dumps = true;
+      for (const auto& path : rp.paths) all_dumps = all_dumps && cli::is_dump_path(path);
+      if (all_dumps) {
+        dopt.backend = rp.backend == "cpu" ? "" : rp.backend;
+        int rc = 0;
+        for (const auto& path : rp.paths) rc = std::max(rc, cli::replay_dump(path, dopt, std::cout));
+        return rc;
+      }
+      return cli::replay(rp, std::cout);
+    }
+    if (*diagnose) {
+      int rc = 0;
+      for (const auto& path : dumps) rc = std::max(rc, cli::diagnose_dump(path, dopt, std::cout));
+      return rc;
+    }
     if (*backends) {
       for (const std::string& name : cli::backend_names()) std::cout << name << "\n";
       return 0;
