@@ -1,5 +1,5 @@
-// Google Benchmark of the CPU backend: the SPEC §8 workloads (prefix scaled down, see prefix_div)
-// reporting KV GB/s and GFLOP/s, and the throughput of property-suite-sized cases per minute.
+// Google Benchmark of the CPU backend: the docs/spec.md §8 workloads (prefix scaled down, see
+// prefix_div) in KV GB/s and GFLOP/s, and the throughput of property-suite-sized cases per minute.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -119,7 +119,7 @@ class Launch {
 
     for (int32_t i = 0; i < bs; ++i) {
       const int64_t d = static_cast<int64_t>(parents[i].size());
-      kv_bytes_ += static_cast<double>(prefix[i]) * kRowDim * 2;  // SPEC §8: sum P_i * 1152
+      kv_bytes_ += static_cast<double>(prefix[i]) * kRowDim * 2;  // docs/spec.md §8: sum P_i * 1152
       flops_ += 2.0 * (kRowDim + kLatentDim) * heads * d * static_cast<double>(prefix[i] + d);
     }
   }
@@ -145,10 +145,10 @@ std::vector<int32_t> tree_parents(Rng& rng, int32_t d, bool chain) {
   return parent;
 }
 
-// The full SPEC §8 workloads take 18-146 GFLOP (2 (576 + 512) H D sum(P + D)) each; at the ~10-20
-// GFLOP/s two shared cores give, that is 1-15 s per iteration, so the prefix is divided by 16
-// (MLAV_BENCH_PREFIX_DIV overrides; 1 runs the full size). Sizes and trees are otherwise as listed.
-// Threads of the backend: MLAV_BENCH_THREADS, else every hardware thread.
+// The full docs/spec.md §8 workloads take 18-146 GFLOP (2 (576 + 512) H D sum(P + D)) each; at the
+// ~10-20 GFLOP/s two shared cores give, that is 1-15 s per iteration, so the prefix is divided by
+// 16 (MLAV_BENCH_PREFIX_DIV overrides; 1 runs the full size). Sizes and trees are otherwise as
+// listed. Threads of the backend: MLAV_BENCH_THREADS, else every hardware thread.
 int bench_threads() {
   const char* s = std::getenv("MLAV_BENCH_THREADS");
   return s ? std::atoi(s) : 0;
@@ -170,8 +170,8 @@ void bm_workload(benchmark::State& state, Workload w) {
     backend.run(launch.params());
     benchmark::ClobberMemory();
   }
-  // Rates over real time (Google Benchmark appends "/s"): KV_GB is SPEC §8's sum P_i * 1152 bytes,
-  // GFLOP its 2 (576 + 512) H D sum (P_i + D).
+  // Rates over real time (Google Benchmark appends "/s"): KV_GB is docs/spec.md §8's sum P_i * 1152
+  // bytes, GFLOP its 2 (576 + 512) H D sum (P_i + D).
   state.counters["KV_GB"] =
       benchmark::Counter(launch.kv_bytes() / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GFLOP"] =

@@ -221,7 +221,7 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
   std::vector<float> alpha(nq);                                        // [nq]
   std::vector<uint8_t> live(nq);                                       // [nq] row saw a key
   const uint8_t* draft_mask = ctx.draft_visible[item.request].data();
-  // V is c, the first 512 entries of the logical row (SPEC §1).
+  // V is c, the first 512 entries of the logical row (docs/spec.md §1).
   const int v_offset = MLAV_FAULT(ctx, VFromWrongColumns) ? kRopeDim : 0;
 
   for (int g = 0; g < num_segments; ++g) {

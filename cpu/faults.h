@@ -1,4 +1,4 @@
-// Faults the mutation catalog injects into the CPU backend (SPEC §7), one small realistic defect
+// Faults the mutation catalog injects into the CPU backend (docs/spec.md §7), one realistic defect
 // each, compiled only into mlaverify_cpu_faults (-DMLAV_CPU_FAULTS); mlaverify_cpu refuses them.
 #pragma once
 

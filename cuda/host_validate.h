@@ -7,7 +7,8 @@
 namespace mlaverify::cuda {
 
 // Host pointers. Throws InvalidInput(field, index, detail). The layering keeps cuda/ off model/,
-// so this is cuda's own reading of SPEC §3; tests/cuda checks it against model::validate_params.
+// so this is cuda's own reading of docs/spec.md §3; tests/cuda checks it against
+// model::validate_params.
 void validate_host_params(const VerifyParams& p);
 
 }  // namespace mlaverify::cuda

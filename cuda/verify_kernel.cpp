@@ -22,8 +22,8 @@ int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_dr
   const int64_t blocks_per_split =
       std::max<int64_t>(1, batch_size * row_tiles(max_draft, num_heads));
   // One block per SM fits (~240 registers x 256 threads): one wave of prefix blocks. On the H200
-  // (cuda/NOTES.md v1 sweep) this picks the measured best split for all six SPEC §8 workloads;
-  // one more split spills into a second wave and lost 5-45% to the tail.
+  // (cuda/NOTES.md v1 sweep) this picks the measured best split for all six docs/spec.md §8
+  // workloads; one more split spills into a second wave and lost 5-45% to the tail.
   // Draft blocks (one per row tile) are short and fill in as prefix blocks finish, so only the
   // prefix blocks are fitted: the most splits whose blocks still fit one wave.
   int64_t splits = std::max<int64_t>(1, std::max(sm_count, 1) / blocks_per_split);

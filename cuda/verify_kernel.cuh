@@ -100,9 +100,9 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
 // 1152 bytes long, both multiples of 128, so unswizzled they would all hit one bank group).
 __device__ __forceinline__ int swz(int row, int unit) { return (unit & ~7) | ((unit ^ row) & 7); }
 
-// ---- tree mask decoding (SPEC §3); reads outside [0, mask_len) count as "not visible" --------
-// Graph-padded rows carry garbage mask bytes (SPEC §3): bounds-checking every read keeps them
-// from faulting, whatever the garbage says.
+// ---- tree mask decoding (docs/spec.md §3); reads outside [0, mask_len) count as "not visible" --
+// Graph-padded rows carry garbage mask bytes (docs/spec.md §3): bounds-checking every read keeps
+// them from faulting, whatever the garbage says.
 // One query row of the mask, decoded once: every format is either a byte per draft column
 // (FullMask, QlenOnly: visible if nonzero) or a bit per column at bit index base + j of a byte
 // array (FlashInfer packed; QlenOnlyBitpacking and DraftBits, whose little-endian words put bit

@@ -12,8 +12,8 @@ namespace mlaverify::cuda::detail {
 // It is latency-bound, not bandwidth-bound: the first version (one 128-thread block per row, a
 // binary search over qo_indptr in global memory, then the lse loads, then the o loads, each
 // waiting for the one before) took ~17 us of a ~20 us gap after the partial kernel on every
-// SPEC §8 workload (cuda/NOTES.md v14). Here qo_indptr is searched in shared memory, the lse of
-// all partials are loaded by different lanes at once, and the o loads do not depend on each
+// docs/spec.md §8 workload (cuda/NOTES.md v14). Here qo_indptr is searched in shared memory, the
+// lse of all partials are loaded by different lanes at once, and the o loads do not depend on each
 // other.
 // ---------------------------------------------------------------------------------------------
 // The merge kernel's row: one warp, lane l holding the lse of partials l, l + 32, .. (-inf for

@@ -1,5 +1,5 @@
-// KV-slot allocators in SGLang's conventions (SPEC §4): the token allocator (page size 1) and the
-// paged allocator (alloc_extend fills a request's partial page first). Both refuse bad frees.
+// KV-slot allocators in SGLang's conventions (docs/spec.md §4): the token allocator (page size 1)
+// and the paged one (alloc_extend fills a request's partial page first). Both refuse bad frees.
 #pragma once
 
 #include <cstdint>

@@ -74,7 +74,8 @@ void load_keys(const VerifyParams& p, const RequestExtent& e, int64_t n0, int64_
 }
 
 // Sets s[r, n - n0] = -inf where draft query t may not see draft key n - P. Prefix keys are
-// visible to every draft query (SPEC §2); FULL_MASK's prefix columns are not read, as in SGLang.
+// visible to every draft query (docs/spec.md §2); FULL_MASK's prefix columns are not read, as in
+// SGLang.
 void apply_mask(const BitRows& block, const RequestExtent& e, int32_t heads, int64_t n0, int64_t n1,
                 RowMat& s) {
   const int32_t D = e.draft_nodes;
@@ -257,7 +258,7 @@ RefResult reference_verify(const VerifyParams& p, LseBase base) {
       absorbed_chunk_scores(p, e, block, q_lat, q_pe, n0, n1, c, k_pe, s);
       Eigen::VectorXd alpha = sm.step(s);  // s now holds exp(s - m_new)
       acc = alpha.asDiagonal() * acc;
-      acc.noalias() += s * c;  // V is c (SPEC §1)
+      acc.noalias() += s * c;  // V is c (docs/spec.md §1)
     });
     finish_rows(e, p.num_heads, sm, acc, kLatentDim, res.o_lat, &res.lse);
   }

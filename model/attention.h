@@ -1,5 +1,5 @@
-// The reference verify attention (SPEC §1, §3, §6): exact math in double, read straight from a
-// VerifyParams so it sees the very stored bf16/fp32 values a kernel reads, in any KvLayout.
+// The reference verify attention (docs/spec.md §1, §3, §6): exact math in double, read straight
+// from a VerifyParams so it sees the very stored bf16/fp32 values a kernel reads, in any KvLayout.
 #pragma once
 
 #include <cstddef>
@@ -49,7 +49,7 @@ RefResult reference_verify(const VerifyParams& p, LseBase base = LseBase::Natura
 // then draft keys in node order). For tests and diagnostics; validates p like reference_verify.
 std::vector<double> reference_scores(const VerifyParams& p, int32_t request);
 
-// q_lat[t, h] = q_nope[t, h] @ W_kc[h]: the query absorption of SPEC §1.
+// q_lat[t, h] = q_nope[t, h] @ W_kc[h]: the query absorption of docs/spec.md §1.
 // q_nope [T, H, 128], w_kc [H, 128, 512] -> [T, H, 512]. Sizes are checked (InvalidInput).
 std::vector<double> absorb_query(const std::vector<double>& q_nope,  // [T, H, 128]
                                  const std::vector<double>& w_kc,    // [H, 128, 512]

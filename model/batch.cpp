@@ -158,7 +158,7 @@ Allocation allocate(const BatchSpec& s) {
   }
   const int64_t spare = s.spare_pages >= 0 ? s.spare_pages : std::max<int64_t>(4, used_pages / 8);
   const int64_t num_pages = used_pages + spare;  // allocatable pages 1..num_pages
-  // Slot ids go through int32 req_to_token (SPEC §3), so the largest must fit.
+  // Slot ids go through int32 req_to_token (docs/spec.md §3), so the largest must fit.
   if ((num_pages + 1) > std::numeric_limits<int32_t>::max() / ps) {
     throw InvalidInput("requests", -1,
                        "batch needs " + str((num_pages + 1) * ps) +

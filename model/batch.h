@@ -83,9 +83,9 @@ class VerifyBatch {
   std::vector<int64_t> prefix_slots(int32_t i) const;  // [P_i] req_to_token[r, 0:P_i]
   std::vector<int64_t> draft_slots(int32_t i) const;   // [D_i] req_to_token[r, P_i:P_i+D_i]
 
-  // The batch's indptrs with their conventions named (SPEC §3: the library names the convention
-  // of every indptr it passes): qo/kv are CSR [bs+1]; mask_indptr follows the spec's convention
-  // and is empty for the formats without one (QlenOnly, QlenOnlyBitpacking, DraftBits).
+  // The batch's indptrs with their conventions named (docs/spec.md §3: the library names the
+  // convention of every indptr it passes): qo/kv are CSR [bs+1]; mask_indptr follows the spec's
+  // convention and is empty for the formats without one (QlenOnly, QlenOnlyBitpacking, DraftBits).
   Indptr<int32_t> qo_indptr() const { return {metadata_.qo_indptr, IndptrConvention::Csr}; }
   Indptr<int32_t> kv_indptr() const { return {metadata_.kv_indptr, IndptrConvention::Csr}; }
   Indptr<int64_t> mask_indptr() const { return {mask_.indptr, mask_.indptr_convention}; }

@@ -1,4 +1,4 @@
-// MLA presets and the softmax-scale rule of SPEC §1 (DeepSeek-V3 / Kimi K2 YaRN mscale).
+// MLA presets and the softmax-scale rule of docs/spec.md §1 (DeepSeek-V3 / Kimi K2 YaRN mscale).
 // The presets mirror the models' config.json (num_attention_heads, qk_nope_head_dim, rope_scaling).
 #include "model/config.h"
 

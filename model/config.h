@@ -1,4 +1,4 @@
-// MLA model configuration (SPEC §1): head counts, head dims and YaRN rope scaling per preset,
+// MLA model configuration (docs/spec.md §1): head counts, head dims, YaRN rope scaling per preset,
 // and the softmax scale the verify kernel must use (base (qk_nope + rope)^-0.5, never 576^-0.5).
 #pragma once
 
@@ -20,7 +20,7 @@ struct MlaConfig {
 
   // (qk_nope + rope)^-0.5 * mscale^2 with mscale = 0.1 * mscale_all_dim * ln(factor) + 1 when
   // factor > 1, else 1. The base is the non-absorbed head width (192): absorption rewrites the
-  // dot product, not the scale, so 576^-0.5 would be a bug (SPEC §7 class 4).
+  // dot product, not the scale, so 576^-0.5 would be a bug (docs/spec.md §7 class 4).
   double sm_scale() const;
 
   // Heads on one rank at tensor parallelism `tp`; InvalidInput("tp", -1, ..) unless tp >= 1

@@ -1,5 +1,5 @@
-// KV-cache defragmentation (SPEC §4): tier 0 keeps allocation sorted, tier 1 compacts every live
-// request into ascending contiguous slots; and the fragmentation metrics that show the difference.
+// KV-cache defragmentation (docs/spec.md §4): tier 0 keeps allocation sorted, tier 1 compacts every
+// live request into ascending contiguous slots; and the fragmentation metrics that show it.
 #pragma once
 
 #include <cstdint>

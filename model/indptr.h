@@ -1,5 +1,5 @@
 // Indptr arrays with their convention carried in the type: CSR [bs+1] versus offsets-only [bs].
-// Mixing the two up is the classic bug of this field (SPEC §3), so every indptr is checked here.
+// Mixing the two up is the classic bug of this field (docs/spec.md §3): every indptr is checked.
 #pragma once
 
 #include <cstdint>
@@ -84,8 +84,8 @@ void check_indptr(std::string_view field, std::span<const T> values, IndptrConve
 }
 
 // An indptr and the convention it follows. Values are T (int32 for qo/kv_indptr, int64 for
-// mask_indptr, SPEC §3). The class does not enforce its invariants on construction (mutants and
-// properties build wrong ones on purpose); check() does.
+// mask_indptr, docs/spec.md §3). The class does not enforce its invariants on construction (mutants
+// and properties build wrong ones on purpose); check() does.
 template <class T>
 class Indptr {
  public:

@@ -13,8 +13,8 @@
 
 namespace mlaverify::model {
 
-// Slot 0 (page 0 when paged) is the sink where CUDA-graph padded tokens write (SPEC §4): it is
-// storage like any other slot here, and allocators never hand it out.
+// Slot 0 (page 0 when paged) is the sink where CUDA-graph padded tokens write (docs/spec.md §4): it
+// is storage like any other slot here, and allocators never hand it out.
 class KvPool {
  public:
   // `size` allocatable slots plus one page (the sink page), as SGLang sizes its MLA pool:
@@ -35,8 +35,8 @@ class KvPool {
 
   // Element index (in dtype units from data()) of logical column k of `slot`'s latent-first row:
   // k < 512 is c[k], 512 <= k < 576 is k_pe[k - 512]. int64 throughout: slot * 576 passes 2^31 at
-  // 3.73M slots (SPEC §7 class 14). The static form needs no pool, so a test can probe slots far
-  // beyond anything it could allocate; it does not range-check the slot.
+  // 3.73M slots (docs/spec.md §7 class 14). The static form needs no pool, so a test can probe
+  // slots far beyond anything it could allocate; it does not range-check the slot.
   static int64_t element_index(const KvLayout& layout, int64_t slot, int k);
   // Range-checked: InvalidInput("slot", slot) / InvalidInput("k", k).
   int64_t element_index(int64_t slot, int k) const;

@@ -1,5 +1,5 @@
-// Tree-mask encodings of SPEC §3 (FULL_MASK, QLEN_ONLY, QLEN_ONLY_BITPACKING, FlashInfer packed,
-// DraftBits): the encoder that writes them and the one decoder every backend reads them through.
+// Tree-mask encodings of docs/spec.md §3 (FULL_MASK, QLEN_ONLY, QLEN_ONLY_BITPACKING, FlashInfer
+// packed, DraftBits): the encoder that writes them, the one decoder every backend reads them by.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// Verify-batch metadata builders (SPEC §3) and CUDA-graph padding with stale garbage, following
-// SGLang's eager buffers and its graph runner's fill values.
+// Verify-batch metadata builders (docs/spec.md §3) and CUDA-graph padding with stale garbage,
+// following SGLang's eager buffers and its graph runner's fill values.
 #include "model/metadata.h"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
-// Verify-batch metadata in SGLang's conventions (SPEC §3): qo_indptr, kv_indptr, kv_indices and
-// positions from req_to_token, plus CUDA-graph padding with the stale garbage a real engine leaves.
+// Verify-batch metadata in SGLang's conventions (docs/spec.md §3): qo_indptr, kv_indptr, kv_indices
+// and positions from req_to_token, and CUDA-graph padding with the stale garbage engines leave.
 #pragma once
 
 #include <cstdint>
@@ -48,9 +48,9 @@ VerifyMetadata build_metadata(const ReqToToken& req_to_token,
                               std::span<const DraftTree> trees,           // [bs]
                               DraftKvSource draft_source);
 
-// CUDA-graph padding (SPEC §3): the smallest captured batch size >= bs. InvalidInput("batch_size",
-// -1) when none is large enough (the engine would run eagerly), ("captured_sizes", k) for an
-// entry < 1, ("batch_size", -1) for bs < 1.
+// CUDA-graph padding (docs/spec.md §3): the smallest captured batch size >= bs.
+// InvalidInput("batch_size", -1) when none is large enough (the engine would run eagerly),
+// ("captured_sizes", k) for an entry < 1, ("batch_size", -1) for bs < 1.
 int32_t pad_batch_size(int32_t bs, std::span<const int32_t> captured_sizes);
 
 // The request rows a CUDA-graph runner fills its static buffers with.

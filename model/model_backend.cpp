@@ -24,7 +24,7 @@ void ModelBackend::run(const VerifyParams& p) {
     for (int32_t h = 0; h < r.heads; ++h) {
       int64_t base = t * p.o_token_stride + h * p.o_head_stride;
       for (int k = 0; k < kLatentDim; ++k) store(p.o_dtype, p.o_lat, base + k, r.o(t, h, k));
-      // lse is fp32 by contract (SPEC §5); one RNE rounding, -inf stays -inf.
+      // lse is fp32 by contract (docs/spec.md §5); one RNE rounding, -inf stays -inf.
       p.lse[t * r.heads + h] = static_cast<float>(r.lse_at(t, h));
     }
   }

@@ -1,5 +1,5 @@
 // req_to_token: SGLang's int32 map from (request row, token position) to KV-cache slot id.
-// Row 0 is reserved for CUDA-graph padding (SPEC §3, §4); real requests use rows 1..max_reqs.
+// Row 0 is reserved for CUDA-graph padding (docs/spec.md §3, §4); real requests use 1..max_reqs.
 #pragma once
 
 #include <cstdint>

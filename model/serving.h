@@ -1,5 +1,5 @@
 // The request lifecycle of a speculative-decoding server over one req_to_token map, one allocator
-// and N KV-pool layers: admit, begin_verify, accept, finish (SPEC §4, SGLang's conventions).
+// and N KV-pool layers: admit, begin_verify, accept, finish (SGLang conventions, docs/spec.md §4).
 #pragma once
 
 #include <cstdint>

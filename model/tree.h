@@ -1,5 +1,5 @@
-// DraftTree: a speculative-decoding draft tree (SPEC §2) as a validated parent array, with its
-// interconvertible forms: ancestor bitsets, SGLang first-child / next-sibling links, positions.
+// DraftTree: a speculative-decoding draft tree (docs/spec.md §2) as a validated parent array, with
+// its interconvertible forms: ancestor bitsets, SGLang first-child / next-sibling links, positions.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +43,7 @@ class DraftTree {
   int32_t parent(int32_t t) const;
   int32_t depth(int32_t t) const;
   int32_t max_depth() const { return max_depth_; }
-  // position(t) = prefix_len + depth(t): siblings share a position (SPEC §2).
+  // position(t) = prefix_len + depth(t): siblings share a position (docs/spec.md §2).
   std::vector<int64_t> positions(int64_t prefix_len) const;  // [D]
   // Strict: a != t and a lies on the path from t to the root. O(depth(t)).
   bool is_ancestor(int32_t a, int32_t t) const;

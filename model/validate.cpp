@@ -45,8 +45,9 @@ void require_in_row(const char* offset_field, int64_t offset, int64_t width, int
 }
 
 // One view of the pool (c or k_pe): its rows must not overlap each other, and the last slot's
-// index, offset + (pool_slots - 1) * stride + width, must fit int64 (SPEC §7 class 14 is the int32
-// version of this overflow; int64 cannot overflow for any real pool, but a garbage stride can).
+// index, offset + (pool_slots - 1) * stride + width, must fit int64 (docs/spec.md §7 class 14 is
+// the int32 version of this overflow; int64 cannot overflow for any real pool, but a garbage stride
+// can).
 void require_pool_view(const char* offset_field, const char* stride_field, int64_t offset,
                        int64_t stride, int64_t width, int64_t pool_slots) {
   if (offset < 0) throw InvalidInput(offset_field, -1, "negative offset " + str(offset));

@@ -19,7 +19,7 @@ namespace mlaverify::model {
 //  6. every kv_indices entry a backend reads, k < kv_indptr[bs], lies in [0, pool_slots);
 //  7. ExtendRows: k_extend non-null with stride >= 576;
 //  8. the mask, through model::validate_mask (model/mask.h).
-// CSR is required of qo_indptr and kv_indptr (SPEC §3: SGLang passes both as [bs+1]); only
+// CSR is required of qo_indptr and kv_indptr (docs/spec.md §3: SGLang passes both as [bs+1]); only
 // mask_indptr may be offsets-only, and it says so in mask_indptr_convention.
 void validate_params(const VerifyParams& p);
 

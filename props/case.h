@@ -19,7 +19,7 @@ using Case = scenarios::CaseSpec;
 model::BatchSpec to_batch_spec(const Case& c);
 
 // Builds the batch; SlotOrder::Defragmented = scattered allocation followed by compact_slots, the
-// layout tier-1 compaction (SPEC §4) leaves behind.
+// layout tier-1 compaction (docs/spec.md §4) leaves behind.
 model::VerifyBatch build_batch(const Case& c);
 
 // One run's outputs, widened to float (exact for bf16): o [T, H, 512] and lse [T, H], padded rows

@@ -14,9 +14,10 @@
 namespace mlaverify::props {
 
 // Unit roundoffs. bf16 keeps 8 significant bits (7 stored + the implicit one), so round-to-nearest
-// is off by at most half an ulp: |x - bf16(x)| <= 2^-8 |x|. (SPEC §6 writes 2^-9 for an "8-bit
-// mantissa"; with 7 stored bits the relative bound is 2^-8 — at x = 1 + 2^-8 the error is exactly
-// 2^-8. Using 2^-9 would flag correct kernels.) fp32: 24 significant bits, 2^-24.
+// is off by at most half an ulp: |x - bf16(x)| <= 2^-8 |x|. (The original brief wrote 2^-9 for an
+// "8-bit mantissa"; with 7 stored bits the relative bound is 2^-8 — at x = 1 + 2^-8 the error is
+// exactly 2^-8. Using 2^-9 would flag correct kernels; docs/spec.md §6.2.) fp32: 24 significant
+// bits, 2^-24.
 inline constexpr double kBf16Unit = 0x1.0p-8;
 inline constexpr double kF32Unit = 0x1.0p-24;
 

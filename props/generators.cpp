@@ -59,7 +59,7 @@ std::vector<int32_t> make_tree(TreeShape shape, const std::vector<uint32_t>& raw
       }
       break;
     }
-    case TreeShape::RandomRecursive:  // SPEC §8: parent[t] uniform in [0, t)
+    case TreeShape::RandomRecursive:  // docs/spec.md §8: parent[t] uniform in [0, t)
       for (int32_t t = 1; t < n; ++t) {
         set(t, static_cast<int32_t>(raws[static_cast<size_t>(t - 1)] % static_cast<uint32_t>(t)));
       }

@@ -25,7 +25,7 @@ struct GenOptions {
   int64_t max_prefix = 65536;
 };
 
-// Tree shapes seen in practice (SPEC §2).
+// Tree shapes seen in practice (docs/spec.md §2).
 enum class TreeShape : int32_t { Chain = 0, Star, Eagle, DDTree, RandomRecursive };
 // rapidcheck's printer (ADL): "eagle" rather than <???>.
 void showValue(TreeShape shape, std::ostream& os);

@@ -1,5 +1,5 @@
 // The mutation catalog's wrapper mutants: Backends that hand an inner backend what a buggy
-// integration would (SPEC §7). The CPU-internal faults live in cpu/faults.h (mlaverify_cpu_faults).
+// integration would (docs/spec.md §7). CPU-internal faults: cpu/faults.h (mlaverify_cpu_faults).
 #pragma once
 
 #include <string_view>
@@ -27,11 +27,11 @@ enum class Mutant : int32_t {
 struct MutantInfo {
   Mutant mutant;
   std::string_view name;
-  int32_t bug_class;  // SPEC §7 number
+  int32_t bug_class;  // docs/spec.md §7 number
   std::string_view what;
 };
 
-// Every wrapper mutant, in SPEC §7 order.
+// Every wrapper mutant, in docs/spec.md §7 order.
 const std::vector<MutantInfo>& all_mutants();
 const MutantInfo& mutant_info(Mutant m);
 

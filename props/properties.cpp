@@ -436,7 +436,7 @@ const std::vector<PropertyInfo>& all_properties() {
        "a request's output ignores every other request's data (padded rows too)"},
       {"representation", &check_representation,
        "layout, stride, dtype, mask format, indptr convention, page size, slot order: same bits"},
-      {"metadata", &check_metadata, "SPEC §3 metadata invariants of the built batch"},
+      {"metadata", &check_metadata, "docs/spec.md §3 metadata invariants of the built batch"},
   };
   return list;
 }

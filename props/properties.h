@@ -1,5 +1,5 @@
 // The properties, each a function of a Backend and a Case: true of every correct verify kernel,
-// false (with a pointed diagnostic) for each SPEC §7 bug class. Backends come only through Backend.
+// false (with a pointed diagnostic) for each docs/spec.md §7 bug class. Backends only via Backend.
 #pragma once
 
 #include <functional>
@@ -67,9 +67,10 @@ PropertyResult check_representation(Backend& backend, const Case& c);
 // (metadata rebuilt from the rewritten req_to_token) must give bit-identical outputs.
 PropertyResult check_serving_defrag(Backend& backend, const Case& c);
 
-// SPEC §3 metadata invariants of the built batch (the backend is not run): qo/kv/mask indptr
-// CSR rules, kv_indices == req_to_token rows, slot 0 only in padded rows, real slots unique and
-// inside the pool, padded rows P = 1 at request row 0, masks decode to the case's trees, positions.
+// docs/spec.md §3 metadata invariants of the built batch (the backend is not run): qo/kv/mask
+// indptr CSR rules, kv_indices == req_to_token rows, slot 0 only in padded rows, real slots unique
+// and inside the pool, padded rows P = 1 at request row 0, masks decode to the case's trees,
+// positions.
 PropertyResult check_metadata(Backend& backend, const Case& c);
 
 // Runs `body` and turns what escapes into a result: Unsupported is a skip, any other exception a

@@ -112,7 +112,7 @@ void validate_case(const CaseSpec& s) {
     case MaskFormat::DraftBits:
       break;
     case MaskFormat::QlenOnlyBitpacking:
-      // One word per row holds the whole draft block, so D must fit in the word (SPEC §3).
+      // One word per row holds the whole draft block, so D must fit in the word (docs/spec.md §3).
       if (s.max_draft() > 8 * s.mask_word_bytes) {
         throw InvalidInput("case.mask_format", -1,
                            "qlen_only_bitpacking with " + std::to_string(s.mask_word_bytes) +

@@ -21,16 +21,16 @@ struct RequestDesc {
   bool operator==(const RequestDesc&) const = default;
 };
 
-// How prefix slots are laid out in the pool (SPEC §4): a seeded permutation of the free slots, an
-// ascending run, or the layout tier-1 compaction leaves (each request one ascending run, requests
-// in the order the scattered allocation placed them).
+// How prefix slots are laid out in the pool (docs/spec.md §4): a seeded permutation of the free
+// slots, an ascending run, or the layout tier-1 compaction leaves (each request one ascending run,
+// requests in the order the scattered allocation placed them).
 enum class SlotOrder : int32_t { Scattered = 0, Contiguous = 1, Defragmented = 2 };
 
 // Everything needed to rebuild the exact same batch: the builder is deterministic in `seed`.
 struct CaseSpec {
   std::vector<RequestDesc> requests;  // [bs] real requests (graph padding comes on top)
   int32_t num_heads = 8;
-  double sm_scale = 0.1352338;  // deepseek-v3's (SPEC §1)
+  double sm_scale = 0.1352338;  // deepseek-v3's (docs/spec.md §1)
   DType kv_dtype = DType::BF16;
   LayoutKind layout = LayoutKind::LatentFirst;
   int64_t row_stride = kRowDim;  // elements per pool row (>= 576: padded strides)

@@ -1,5 +1,5 @@
-// GPU benchmark of the verify kernel over the SPEC §8 workloads, with the device's two ceilings
-// (device-to-device copy bandwidth, mma.sync bf16 peak) measured in the same run.
+// GPU benchmark of the verify kernel over the docs/spec.md §8 workloads, with the device's two
+// ceilings (device-to-device copy bandwidth, mma.sync bf16 peak) measured in the same run.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -162,7 +162,7 @@ struct Workload {
   int bs, heads, draft;
   int64_t prefix;
   bool chain;
-  double triton_us, torch_us, roofline_us;  // SPEC §8 / the issue, H200
+  double triton_us, torch_us, roofline_us;  // docs/spec.md §8 / the issue, H200
 };
 
 const Workload kWorkloads[] = {
@@ -222,7 +222,7 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   fill_bf16<<<1024, 256>>>(kext, R * T * kRowDim, 3);
   CUDA_CHECK(cudaGetLastError());
 
-  // Prefix slots scattered by a random permutation (SPEC §8); each rotation its own slots.
+  // Prefix slots scattered by a random permutation (docs/spec.md §8); each rotation its own slots.
   std::mt19937_64 rng(7);
   std::vector<int64_t> perm(slots - 1);
   std::iota(perm.begin(), perm.end(), 1);

@@ -90,7 +90,7 @@ MLAV_HD int32_t folded_nonempty_splits(int64_t prefix_len, int64_t draft_nodes,
 // partial is (o[512] fp32 normalized, lse fp32).
 MLAV_HD int32_t num_partials(int32_t num_splits) { return num_splits + 1; }
 
-// Numerics contract, shared by cpu/ and cuda/ (SPEC §5):
+// Numerics contract, shared by cpu/ and cuda/ (docs/spec.md §5):
 //  1. Scores: s = sm_scale * (q_lat . c + q_pe . k_pe) with bf16 operands and fp32 accumulation.
 //  2. Online softmax per partial, one rescale per key tile of kKvTile (the draft block is one
 //     tile sequence of its own, columns in node order): m_new = max(m, max_j s_j);

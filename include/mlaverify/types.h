@@ -23,8 +23,8 @@ MLAV_HD int dtype_bytes(DType d) { return d == DType::BF16 ? 2 : 4; }
 // pool's dtype from the pool base pointer:
 //   c[s][k]    = pool[latent_offset + s * latent_stride + k],  k < 512
 //   k_pe[s][k] = pool[rope_offset   + s * rope_stride   + k],  k < 64
-// V is c: there is no separate V buffer (SPEC §1). Indices are int64: a 2M-slot pool times 576
-// overflows int32 (SPEC §7 class 14).
+// V is c: there is no separate V buffer (docs/spec.md §1). Indices are int64: a 2M-slot pool times
+// 576 overflows int32 (docs/spec.md §7 class 14).
 enum class LayoutKind : int32_t {
   LatentFirst = 0,  // [c | k_pe] in one row (SGLang, FlashMLA, vLLM)
   RopeFirst = 1,    // [k_pe | c]: a wrong reading of a latent-first row; used for mutants
@@ -66,7 +66,7 @@ MLAV_HD int64_t indptr_length(IndptrConvention c, int64_t batch) {
   return c == IndptrConvention::Csr ? batch + 1 : batch;
 }
 
-// Where the draft tokens' own KV rows come from (SPEC §3). Both must give the same result.
+// Where the draft tokens' own KV rows come from (docs/spec.md §3). Both must give the same result.
 enum class DraftKvSource : int32_t {
   // Rows k_extend [T, 576] (latent-first, pool dtype); kv_indptr / kv_indices cover the prefix only.
   ExtendRows = 0,
@@ -75,7 +75,8 @@ enum class DraftKvSource : int32_t {
   CacheSlots = 1,
 };
 
-// Tree-mask encodings in use (SPEC §3). Column j of the draft block is draft node j of the request.
+// Tree-mask encodings in use (docs/spec.md §3). Column j of the draft block is draft node j of the
+// request.
 enum class MaskFormat : int32_t {
   // uint8 per element, per request row-major [D_i, P_i + D_i], concatenated; mask_indptr int64 in
   // elements. Prefix columns hold ones; kernels read only the draft block.

@@ -36,7 +36,7 @@ struct VerifyParams {
   KvLayout kv_layout = KvLayout::latent_first();
   int64_t pool_slots = 0;         // valid slot ids are [0, pool_slots)
 
-  // ---- batch metadata (SGLang conventions, SPEC §3) ----
+  // ---- batch metadata (SGLang conventions, docs/spec.md §3) ----
   const int32_t* qo_indptr = nullptr;   // [bs + 1] CSR: D_i = qo_indptr[i+1] - qo_indptr[i]
   const int32_t* kv_indptr = nullptr;   // [bs + 1] CSR: kv length per request (see draft_source)
   const int64_t* kv_indices = nullptr;  // [kv_indices_len] token-level slot ids

@@ -59,7 +59,7 @@ struct CaseSpec {
   std::vector<int64_t> prefix_lens;           // per request: P_i
   int32_t heads = 2;
   int32_t num_splits = 1;
-  float sm_scale = 0.1352338f;  // deepseek-v3 (SPEC §1)
+  float sm_scale = 0.1352338f;  // deepseek-v3 (docs/spec.md §1)
   DType q_dtype = DType::BF16;
   DType kv_dtype = DType::BF16;
   DType o_dtype = DType::BF16;

@@ -21,7 +21,7 @@ namespace mlaverify::cpu::testing {
 
 inline constexpr double kU = 0x1.0p-24;     // fp32 unit roundoff
 // bf16 unit roundoff: 8 significant bits (7 stored + 1 implicit), so an ulp at 1 is 2^-7 and
-// rounding to nearest moves a value by at most 2^-8 of itself. (SPEC §6 says 2^-9; see README.)
+// rounding to nearest moves a value by at most 2^-8 of itself (not 2^-9: docs/spec.md §6.2).
 inline constexpr double kBf16U = 0x1.0p-8;
 
 // gamma_n = n u / (1 - n u): the classic bound on n chained fp32 roundings (Higham, Thm 3.1).

@@ -420,8 +420,8 @@ TEST(CpuBackendInput, DecreasingQoIndptrIsRejected) {
 }
 
 TEST(CpuBackendInput, MaskIndptrWithWrongSegmentIsRejected) {
-  // SPEC §7.1/§7.5: a FullMask indptr whose segment no longer matches D_i * (P_i + D_i) (as when
-  // one request's offsets come from a stale or re-sliced buffer) is refused before any read.
+  // docs/spec.md §7.1/§7.5: a FullMask indptr whose segment no longer matches D_i * (P_i + D_i) (as
+  // when one request's offsets come from a stale or re-sliced buffer) is refused before any read.
   Case c(mixed_spec(base_seed() + 103));
   c.mask().indptr[2] += 1;
   VerifyParams p = c.params();

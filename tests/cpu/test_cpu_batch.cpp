@@ -114,8 +114,8 @@ TEST(CpuBackendBatch, MatchesModelAcrossStorageChoices) {
 }
 
 TEST(CpuBackendBatch, GraphPaddingChangesNoRealBit) {
-  // SPEC §3 / §7.10: padded rows (P = 1, request row 0, slot 0, stale garbage mask bytes) must not
-  // fault, leak NaN, or change a real row's output by a single bit.
+  // docs/spec.md §3 / §7.10: padded rows (P = 1, request row 0, slot 0, stale garbage mask bytes)
+  // must not fault, leak NaN, or change a real row's output by a single bit.
   BatchSpec spec = base_spec(base_seed() + 202);
   VerifyBatch unpadded = VerifyBatch::build(spec);
   run(unpadded);

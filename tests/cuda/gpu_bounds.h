@@ -22,7 +22,7 @@ inline constexpr double kU = 0x1.0p-24;     // fp32 unit roundoff (round to near
 inline constexpr double kUTc = 0x1.0p-23;   // one tensor-core fp32 accumulation step: NVIDIA does
                                             // not promise round-to-nearest, truncation costs 2^-23
 inline constexpr double kBf16U = 0x1.0p-8;  // bf16 unit roundoff: 8 significant bits, half an ulp
-                                            // of 2^-7 (SPEC §6 says 2^-9; see README)
+                                            // of 2^-7 (not 2^-9: docs/spec.md §6.2)
 inline constexpr double kExpU = 0x1.0p-22;  // expf / logf without fast-math: <= 2 ulp (CUDA guide)
 
 // Higham's gamma_n = n u / (1 - n u): n chained roundings of unit u, in any order.

@@ -126,7 +126,7 @@ std::vector<Scenario> scenarios() {
                DraftKvSource::CacheSlots,
                16});
   v.push_back({"d1024-draftbits", {1024}, {10}, 1, 1, MaskFormat::DraftBits});
-  // SPEC §7 class 10: bs equal to D (a [bs, D] / [D, bs] mix-up reads the wrong rows).
+  // docs/spec.md §7 class 10: bs equal to D (a [bs, D] / [D, bs] mix-up reads the wrong rows).
   v.push_back({"bs-equals-d", {3, 3, 3}, {5, 64, 0}, 3, 2});
   return v;
 }
@@ -274,7 +274,7 @@ TEST_F(CudaLaws, MaskFormatsAreBitIdentical) {
   EXPECT_EQ(run_bits(b), ref) << "offsets-only mask_indptr";
 }
 
-// NaN in every pool slot no request names (SPEC §5): the output does not change by one bit.
+// NaN in every pool slot no request names (docs/spec.md §5): the output does not change by one bit.
 TEST_F(CudaLaws, NanPoisonedPoolChangesNothing) {
   BatchSpec clean = law_spec(11);
   clean.poison_unused_slots = false;
@@ -287,8 +287,8 @@ TEST_F(CudaLaws, NanPoisonedPoolChangesNothing) {
   for (uint16_t x : bits) ASSERT_FALSE(std::isnan(bf16_to_float(bf16{x})));
 }
 
-// CUDA-graph padding (SPEC §3): padded rows (P = 1, slot 0, garbage mask bytes) must not fault,
-// leak NaN, or change a real row by one bit.
+// CUDA-graph padding (docs/spec.md §3): padded rows (P = 1, slot 0, garbage mask bytes) must not
+// fault, leak NaN, or change a real row by one bit.
 TEST_F(CudaLaws, GraphPaddedRowsChangeNoRealRow) {
   BatchSpec s = law_spec(5);
   VerifyBatch plain = VerifyBatch::build(s);

@@ -328,8 +328,8 @@ TEST(CudaSupport, KernelVariantChoiceNeverSubstitutes) {
 }
 
 TEST(CudaSupport, SuggestedSplitsFillTheMachine) {
-  // SPEC §8 k2-tp8-tree16: 16 requests x 2 row tiles = 32 blocks per split; one wave of prefix
-  // blocks on 132 SMs holds 4 splits (128 blocks); 5 would need 160, a second wave.
+  // docs/spec.md §8 k2-tp8-tree16: 16 requests x 2 row tiles = 32 blocks per split; one wave of
+  // prefix blocks on 132 SMs holds 4 splits (128 blocks); 5 would need 160, a second wave.
   const int32_t s = suggest_num_splits(16, 8, 16, 8192, 132);
   EXPECT_EQ(s, 4);
   EXPECT_LE(16 * 2 * s, 132);
@@ -340,8 +340,9 @@ TEST(CudaSupport, SuggestedSplitsFillTheMachine) {
 }
 
 TEST(CudaSupport, DraftPlanFoldsUnlessDraftBlocksFitTheFreeSms) {
-  // SPEC §8 on 132 SMs, with the splits suggest_num_splits picks. k2-tp8-ddtree128: 4 requests x
-  // 16 row tiles = 64 draft blocks, 2 splits leave 132 - 128 = 4 SMs free: 16 rounds, folded.
+  // docs/spec.md §8 on 132 SMs, with the splits suggest_num_splits picks. k2-tp8-ddtree128: 4
+  // requests x 16 row tiles = 64 draft blocks, 2 splits leave 132 - 128 = 4 SMs free: 16 rounds,
+  // folded.
   EXPECT_TRUE(choose_folded(nullptr, 4, 8, 128, 2, 132));
   // long-ctx: 2 x 4 = 8 draft blocks, 16 splits leave 4 SMs: 2 rounds, unfolded.
   EXPECT_FALSE(choose_folded(nullptr, 2, 16, 16, 16, 132));
@@ -359,7 +360,7 @@ TEST(CudaSupport, DraftPlanFoldsUnlessDraftBlocksFitTheFreeSms) {
 }
 
 TEST(CudaSupport, ClusterMergeWhereClustersCostNoSm) {
-  // SPEC §8 on the H200 (132 SMs; 66 clusters of 2 and 32 of 4 fit, cuda/NOTES.md v15):
+  // docs/spec.md §8 on the H200 (132 SMs; 66 clusters of 2 and 32 of 4 fit, cuda/NOTES.md v15):
   // ddtree128, 128 blocks in clusters of 2.
   EXPECT_TRUE(choose_cluster_merge(nullptr, true, 2, 66, 128, 132));
   // Clusters of 4 that hold fewer blocks at once than the SMs would: the merge kernel.

@@ -1,5 +1,5 @@
 // Small helpers shared by the CUDA tests: the device-or-skip guard, a seeded generator, and
-// random draft trees (parent[t] uniform in [0, t), as SPEC §8 draws them).
+// random draft trees (parent[t] uniform in [0, t), as docs/spec.md §8 draws them).
 #pragma once
 
 #include <gtest/gtest.h>

@@ -299,7 +299,7 @@ TEST(TokenAllocator, RandomSequencesMatchShadowAndNeverHandOutSlotZero) {
 
 std::vector<int64_t> pages_of(const std::deque<int64_t>& d) { return {d.begin(), d.end()}; }
 
-// Worked by hand from SPEC §4 with page_size 4, 32 slots: pages 1..8, page 0 = slots 0..3.
+// Worked by hand from docs/spec.md §4 with page_size 4, 32 slots: pages 1..8, page 0 = slots 0..3.
 TEST(PagedAllocator, HandWorkedTailFillAndPrepend) {
   PagedAllocator a(32, 4);
   EXPECT_EQ(a.num_pages(), 8);

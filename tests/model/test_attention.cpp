@@ -468,7 +468,7 @@ TEST(Attention, HandWorkedPrefixAndTree) {
 TEST(Attention, ChainEqualsBottomRightCausal) {
   // A chain of D draft nodes is causal attention over the P + D keys with the bottom-right rule:
   // query i sees key j iff j <= P + i. P = 300 crosses the model's 256-key chunk edge; P = 0 and
-  // P = 1 are the edge cases of SPEC §7 class 8.
+  // P = 1 are the edge cases of docs/spec.md §7 class 8.
   Logical L = random_logical(
       {{chain_parents(4), 300}, {chain_parents(1), 0}, {chain_parents(5), 1}}, 2, 11);
   L.sm_scale = static_cast<float>(0.1352338);
@@ -625,7 +625,7 @@ TEST(Attention, ScoresAreMaskedWhereTheTreeHides) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Absorbed == non-absorbed (SPEC §1).
+// Absorbed == non-absorbed (docs/spec.md §1).
 // ---------------------------------------------------------------------------------------------
 
 TEST(Attention, AbsorbedEqualsNonAbsorbed) {
@@ -803,8 +803,8 @@ TEST(Attention, EveryLayoutAndDraftSourceGivesIdenticalOutputs) {
 }
 
 TEST(Attention, LatentFirstPoolReadAsRopeFirstDiffers) {
-  // SPEC §7 class 2: reading [c | k_pe] rows as [k_pe | c] takes c from columns 64..575 and k_pe
-  // from 0..63: a different, unrelated set of values, so the outputs change at O(1) relative.
+  // docs/spec.md §7 class 2: reading [c | k_pe] rows as [k_pe | c] takes c from columns 64..575 and
+  // k_pe from 0..63: a different, unrelated set of values, so the outputs change at O(1) relative.
   std::mt19937_64 rng(41);
   Logical L = random_logical({{random_parents(rng, 5), 30}}, 2, 42);
   StoreOptions opt;
@@ -823,8 +823,8 @@ TEST(Attention, LatentFirstPoolReadAsRopeFirstDiffers) {
 }
 
 TEST(Attention, GraphPaddingChangesNoRealRowBit) {
-  // SPEC §3: CUDA-graph padding appends rows (P = 1, slot 0, stale garbage mask bytes) that must
-  // not change a real row's output by a single bit. The builder (model/batch.h) holds the same
+  // docs/spec.md §3: CUDA-graph padding appends rows (P = 1, slot 0, stale garbage mask bytes) that
+  // must not change a real row's output by a single bit. The builder (model/batch.h) holds the same
   // logical data for the real requests whatever the padding, so the real rows must be identical.
   std::mt19937_64 rng(91);
   BatchSpec spec;

@@ -351,8 +351,9 @@ TEST(VerifyBatch, SeedChangesData) {
   EXPECT_EQ(a.metadata().kv_indices, a2.metadata().kv_indices);
 }
 
-// SPEC §3 padding through the builder: real rows are exactly the unpadded batch's rows; padded
-// rows have P = 1, request row 0, slot 0, D = the batch's D, and garbage mask bytes and positions.
+// docs/spec.md §3 padding through the builder: real rows are exactly the unpadded batch's rows;
+// padded rows have P = 1, request row 0, slot 0, D = the batch's D, and garbage mask bytes and
+// positions.
 TEST(VerifyBatch, GraphPaddingRowsExactlyAsSpec) {
   for (MaskFormat f : kFormats) {
     for (DraftKvSource src : {DraftKvSource::ExtendRows, DraftKvSource::CacheSlots}) {

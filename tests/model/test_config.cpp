@@ -1,4 +1,4 @@
-// Tests of model/config.h: the softmax scale of every preset against the SPEC §1 table, the
+// Tests of model/config.h: the softmax scale of every preset against the docs/spec.md §1 table, the
 // local-head rule under tensor parallelism, and the errors for bad tp and unknown presets.
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 namespace mlaverify::model {
 namespace {
 
-// SPEC §1 prints sm_scale to 7 significant digits, so the printed value is within 5e-8 of the
-// true one; 1e-7 leaves room for that rounding and nothing else.
+// docs/spec.md §1 prints sm_scale to 7 significant digits, so the printed value is within 5e-8 of
+// the true one; 1e-7 leaves room for that rounding and nothing else.
 constexpr double kTableTol = 1e-7;
 
 TEST(Config, SmScaleMatchesSpecTable) {
@@ -22,7 +22,7 @@ TEST(Config, SmScaleMatchesSpecTable) {
 
 TEST(Config, SmScaleBaseIs192NotRowWidth) {
   // Without rope scaling mscale is 1 and the scale is exactly 192^-0.5 (one sqrt and one divide:
-  // a few ulp of 2^-53). 576^-0.5 = 0.0417 would be SPEC §7 class 4.
+  // a few ulp of 2^-53). 576^-0.5 = 0.0417 would be docs/spec.md §7 class 4.
   MlaConfig c = preset("deepseek-v3");
   c.rope_factor = 1.0;
   EXPECT_NEAR(c.sm_scale(), 1.0 / std::sqrt(192.0), 1e-15);
@@ -38,9 +38,9 @@ TEST(Config, PresetFieldsAndLocalHeads) {
   EXPECT_EQ(v3.qk_nope_dim, 128);
   EXPECT_EQ(v3.v_head_dim, 128);
   EXPECT_EQ(v3.rope_dim, 64);
-  EXPECT_EQ(v3.local_heads(8), 16);  // SPEC §1: DeepSeek-V3 at TP8
+  EXPECT_EQ(v3.local_heads(8), 16);  // docs/spec.md §1: DeepSeek-V3 at TP8
   EXPECT_EQ(v3.local_heads(1), 128);
-  EXPECT_EQ(preset("kimi-k2").local_heads(8), 8);  // SPEC §1: Kimi K2 at TP8
+  EXPECT_EQ(preset("kimi-k2").local_heads(8), 8);  // docs/spec.md §1: Kimi K2 at TP8
   EXPECT_EQ(preset("kimi-k2-0905").local_heads(64), 1);
 }
 

@@ -278,7 +278,7 @@ RefResult verify_all(const ServingState& s, const std::map<int64_t, DraftTree>& 
   p.max_draft = 0;
   for (const DraftTree& t : tree_list) p.max_draft = std::max(p.max_draft, t.size());
   p.max_total_q = t_total;
-  p.sm_scale = 0.1352338f;  // DeepSeek-V3 (SPEC §1); any positive scale serves this law
+  p.sm_scale = 0.1352338f;  // DeepSeek-V3 (docs/spec.md §1); any positive scale serves this law
   p.q = q.data();
   p.q_token_stride = static_cast<int64_t>(heads) * kRowDim;
   p.q_head_stride = kRowDim;

@@ -1,5 +1,5 @@
-// Tests of model/mask.h: every SPEC §3 mask format round-trips through a VerifyParams, the bit
-// order is pinned to little-endian per request, and every malformed mask is rejected by name.
+// Tests of model/mask.h: every docs/spec.md §3 mask format round-trips through a VerifyParams, the
+// bit order is pinned to little-endian per request, and every malformed mask is rejected by name.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -298,7 +298,7 @@ TEST(Mask, BigEndianEncodingsDoNotDecodeToTheOriginal) {
   }
 }
 
-// FlashInfer packs per request, each padded to a whole byte (SPEC §7.13). A globally packed
+// FlashInfer packs per request, each padded to a whole byte (docs/spec.md §7.13). A globally packed
 // stream (request i starts at bit sum_{k<i} D_k (P_k + D_k), no padding) with byte offsets rounded
 // down must not decode to the original batch. Request 0 is the hand example: 15 bits, so request
 // 1 starts at bit 15, one bit before the byte boundary its offset names.
@@ -330,8 +330,8 @@ TEST(Mask, GloballyPackedFlashInferDoesNotDecodeToTheOriginal) {
   }
 }
 
-// SPEC §2: a chain is causal attention with the bottom-right rule, kv j (of P + D) visible to
-// query i iff j <= P + i. Checked on the FULL_MASK and FlashInfer buffers element by element
+// docs/spec.md §2: a chain is causal attention with the bottom-right rule, kv j (of P + D) visible
+// to query i iff j <= P + i. Checked on the FULL_MASK and FlashInfer buffers element by element
 // (prefix columns included), and on the decoded block of every format.
 TEST(Mask, ChainIsBottomRightCausal) {
   for (int32_t d : {1, 2, 4, 8, 33}) {
@@ -486,7 +486,7 @@ TEST(Mask, ValidateRejectsBadCsrIndptr) {
     l->p.mask_indptr = l->mask.indptr.data();
     expect_invalid([&] { validate_mask(l->p); }, "mask_indptr", 0);
   }
-  {  // row stride D instead of P + D (SPEC §7.5): segments sized D * D fail the size check
+  {  // row stride D instead of P + D (docs/spec.md §7.5): segments sized D * D fail the size check
     auto l = three(F::FullMask);
     l->mask.indptr = {0, 9, 34, 115};
     l->p.mask_indptr = l->mask.indptr.data();
@@ -612,7 +612,7 @@ TEST(Mask, DecodeTreesNamesTheRequestWhoseBlockIsNotATree) {
     l->mask.data[(1 * 9 + 0) * 9 + 2] = 1;  // request 1, row 0, column 2
     expect_invalid([&] { decode_trees(l->p); }, "mask", 1, "above the diagonal");
   }
-  {  // parent-only row in request 1 (a chain row 3 missing its grandparent, SPEC §7.6)
+  {  // parent-only row in request 1 (a chain row 3 missing its grandparent, docs/spec.md §7.6)
     auto l = three(F::FullMask);
     // request 1 starts at 3 * 5 = 15; P = 0, D = 5: row 3, column 1 is element 15 + 3 * 5 + 1.
     l->mask.data[15 + 3 * 5 + 1] = 0;

@@ -1,5 +1,5 @@
 // Tests of model/metadata.h: SGLang verify metadata against a 2-request example worked by hand,
-// every rejection (field + index), and CUDA-graph padding rows exactly as SPEC §3 describes.
+// every rejection (field + index), and CUDA-graph padding rows exactly as docs/spec.md §3 says.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -172,7 +172,7 @@ TEST(GraphPadding, PadBatchSize) {
   EXPECT_EQ(e.field(), "batch_size");
 }
 
-// SPEC §3: padded rows have P = 1, request row 0, cache slot 0, D = the batch's D.
+// docs/spec.md §3: padded rows have P = 1, request row 0, cache slot 0, D = the batch's D.
 TEST(GraphPadding, PaddedRowsAsSgLangFillsThem) {
   Example ex;
   const std::vector<int32_t> sizes = {2, 3};

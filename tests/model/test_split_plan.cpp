@@ -62,7 +62,7 @@ TEST(SplitPlan, FoldedCoversEveryKeyOnceInEvenWholeTiles) {
 }
 
 TEST(SplitPlan, FoldedOnTheBenchmarkShapes) {
-  // SPEC §8 k2-tp8-ddtree128 with the 2 splits suggest_num_splits picks on 132 SMs: 2 draft
+  // docs/spec.md §8 k2-tp8-ddtree128 with the 2 splits suggest_num_splits picks on 132 SMs: 2 draft
   // tiles + 128 prefix tiles = 130, 65 per split; the draft goes first, in split 0.
   FoldedRange a = folded_range(8192, 128, 2, 0), b = folded_range(8192, 128, 2, 1);
   EXPECT_EQ(a.draft_begin, 0);

@@ -19,7 +19,7 @@ namespace {
 
 using mlaverify::testing::expect_invalid;
 
-// A random recursive tree: parent[t] uniform in [0, t) (SPEC §8's generator).
+// A random recursive tree: parent[t] uniform in [0, t) (docs/spec.md §8's generator).
 DraftTree random_tree(int32_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<int32_t> parent(n);  // [D]
@@ -98,7 +98,7 @@ TEST(DraftTree, DepthsAndPositionsOfAHandDrawnTree) {
   EXPECT_EQ(t.max_depth(), 3);
   // position = P + depth; siblings 1 and 2 share position P + 1.
   EXPECT_EQ(t.positions(10), (std::vector<int64_t>{10, 11, 11, 12, 12, 12, 13}));
-  // int64 positions beyond int32 (SPEC §3: positions are int64).
+  // int64 positions beyond int32 (docs/spec.md §3: positions are int64).
   EXPECT_EQ(t.positions(int64_t{1} << 33).back(), (int64_t{1} << 33) + 3);
   EXPECT_EQ(t.children(1), (std::vector<int32_t>{3, 4}));
   EXPECT_EQ(t.children(2), (std::vector<int32_t>{5}));
@@ -170,7 +170,7 @@ TEST(DraftTree, AncestorBitsAreTheVisibilityBlock) {
     ASSERT_EQ(b.cols(), n);
     auto anc = ancestor_sets(t.parents());
     for (int32_t i = 0; i < n; ++i) {
-      // SPEC §2: row t has depth(t) + 1 ones, column 0 and the diagonal set.
+      // docs/spec.md §2: row t has depth(t) + 1 ones, column 0 and the diagonal set.
       ASSERT_EQ(b.count_row(i), t.depth(i) + 1);
       ASSERT_TRUE(b.test(i, 0));
       ASSERT_TRUE(b.test(i, i));
@@ -213,7 +213,7 @@ TEST(DraftTree, FromAncestorBitsRejectsEachMalformedRow) {
     b.set(62, 63, true);
     expect_invalid([&] { DraftTree::from_ancestor_bits(b); }, "ancestor_bits", 62, "above");
   }
-  {  // parent-only row (SPEC §7.6): node 3 of a chain sees 0, 2, 3 but not its grandparent 1
+  {  // parent-only row (docs/spec.md §7.6): node 3 of a chain sees 0, 2, 3, not its grandparent 1
     BitRows b = DraftTree::chain(5).ancestor_bits();
     b.set(3, 1, false);
     expect_invalid([&] { DraftTree::from_ancestor_bits(b); }, "ancestor_bits", 3, "transitive");

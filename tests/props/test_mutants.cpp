@@ -92,7 +92,7 @@ TEST(Mutants, SuiteKillsEveryMutant) {
   const uint64_t seed = seed_from_env(20261129);
   const std::filesystem::path dir = std::filesystem::path(MLAV_PROPS_OUT_DIR) / "mutant_cases";
   std::ostringstream table;
-  table << "| SPEC §7 | mutant | what it does | killed by | cases to kill | shrunk to (requests, "
+  table << "| spec §7 | mutant | what it does | killed by | cases to kill | shrunk to (requests, "
            "nodes, prefix) | shrink steps |\n|---|---|---|---|---|---|---|\n";
   int32_t killed = 0;
   const auto entries = catalog();
