@@ -371,6 +371,22 @@ Reference reference(ServerDump& dump, const KernelAssumptions& assume) {
   return r;
 }
 
+std::vector<double> reading_output(ServerDump& dump, const std::string& reading) {
+  const auto& all = all_readings();
+  const auto it = std::find_if(all.begin(), all.end(),
+                               [&](const ReadingInfo& i) { return i.name == reading; });
+  if (it == all.end()) throw InvalidInput("reading", -1, "unknown reading '" + reading + "'");
+  Prepared r = prepare(reading, dump);
+  if (!r.why_not.empty()) throw InvalidInput("reading", -1, reading + ": " + r.why_not);
+  model::validate_params(r.p);
+  if (!r.value.same_as_c()) {
+    std::vector<double> o;
+    bound_terms(r.p, KernelAssumptions{}, r.value, &o);
+    return o;
+  }
+  return model::reference_verify(r.p).o_lat;
+}
+
 Diagnosis diagnose(ServerDump& dump, const KernelAssumptions& assume,
                    const std::vector<std::string>& only) {
   if (!dump.has_o()) {

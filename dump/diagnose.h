@@ -54,4 +54,8 @@ struct Reference {
 };
 Reference reference(ServerDump& dump, const KernelAssumptions& assume);
 
+// The model's o [T, H, 512] under one reading (what a server with that bug would have written,
+// before its bf16 rounding). Throws InvalidInput for an unknown or inapplicable reading.
+std::vector<double> reading_output(ServerDump& dump, const std::string& reading);
+
 }  // namespace mlaverify::dump
