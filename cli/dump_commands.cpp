@@ -316,6 +316,44 @@ int diagnose_dump(const std::filesystem::path& path, const DumpOptions& o, std::
     out << ": " << f.detail << "\n";
   }
   out << "  " << dg.verdict << "\n";
+  // The questions people come with, each answered by the as-given reading against one wrong one.
+  struct Question {
+    const char* question;
+    const char* reading;
+    const char* given;
+    const char* wrong;
+  };
+  const Question questions[] = {
+      {"cache row order", "rope_first_cache", "latent-first [c | k_pe]", "rope-first [k_pe | c]"},
+      {"query row order", "rope_first_query", "latent-first", "rope-first"},
+      {"mask_indptr", "mask_indptr_shifted", "request i's mask at mask_indptr[i] (as given)",
+       "one entry ahead: a [1:bs+1] slice read as offsets"},
+      {"sm_scale", "sm_scale_576", "the dump's sm_scale", "576^-0.5"},
+      {"mscale", "no_mscale", "with mscale^2", "192^-0.5 without mscale^2"},
+  };
+  out << "  questions:\n";
+  for (const Question& q : questions) {
+    const dump::ReadingResult* r = nullptr;
+    for (const auto& x : dg.ranked) {
+      if (x.info.name == q.reading) r = &x;
+    }
+    if (r == nullptr) continue;
+    const bool g_ok = dg.as_given.explains(), w_ok = r->explains();
+    out << "    " << q.question << ": ";
+    if (r->distance_from_given <= 1) {
+      out << "this dump cannot tell " << q.given << " from " << q.wrong;
+    } else if (g_ok && !w_ok) {
+      out << q.given << " (" << q.wrong << " is " << g(r->vs_server.worst_ratio())
+          << "x the bound away)";
+    } else if (w_ok && !g_ok) {
+      out << q.wrong << ", NOT " << q.given << " (as given: " << g(dg.as_given.vs_server.worst_ratio())
+          << "x the bound)";
+    } else {
+      out << "neither " << q.given << " (" << g(dg.as_given.vs_server.worst_ratio()) << "x) nor "
+          << q.wrong << " (" << g(r->vs_server.worst_ratio()) << "x) explains it";
+    }
+    out << "\n";
+  }
   out << "  readings, best explanation first (worst element / its bound over real rows; "
          "'same as given' = this dump cannot tell it apart):\n";
   auto line = [&](const dump::ReadingResult& r) {
