@@ -33,11 +33,10 @@
 #
 #   # viz/CMakeLists.txt (GLOBAL: cli/ links mlaverify_viz and must see PkgConfig::Cairo too)
 #   find_package(PkgConfig REQUIRED)
-#   pkg_check_modules(Cairo REQUIRED IMPORTED_TARGET GLOBAL cairo)
-#   add_library(mlaverify_viz STATIC svg.cpp png.cpp)
-#   target_link_libraries(mlaverify_viz PUBLIC mlaverify_include mlaverify_model
-#                                       PRIVATE PkgConfig::Cairo)
-#   mlav_export_library(mlaverify_viz PKG_CONFIG "Cairo cairo")
+#   pkg_check_modules(MLAV_CAIRO REQUIRED IMPORTED_TARGET GLOBAL cairo)
+#   add_library(mlaverify_viz STATIC show.cpp)
+#   target_link_libraries(mlaverify_viz PUBLIC mlaverify_include PRIVATE PkgConfig::MLAV_CAIRO)
+#   mlav_export_library(mlaverify_viz PKG_CONFIG "MLAV_CAIRO cairo")
 #
 # Do not call target_include_directories(... ${CMAKE_SOURCE_DIR}) or ${PROJECT_SOURCE_DIR} in a
 # layer: CMAKE_SOURCE_DIR is the consumer's root under add_subdirectory, and a raw source path

@@ -1,6 +1,7 @@
 // An outside program on mlaverify's libraries: a model batch (two requests, a tree and a chain,
 // two prefix splits), the CPU backend run on it, its max error against the model printed; then
-// the same backend through one property (props) and the shipped scenario folder (scenarios).
+// the same backend through one property (props) and the shipped scenario folder (scenarios); the
+// CUDA backend through the same property where the package has mlaverify::cuda and a device.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,9 @@
 #include "model/batch.h"
 #include "props/properties.h"
 #include "scenarios/scenario.h"
+#ifdef MLAV_CONSUMER_CUDA
+#include "cuda/cuda_backend.h"
+#endif
 
 int main() try {
   using namespace mlaverify;
@@ -56,8 +60,21 @@ int main() try {
   const auto files = scenarios::list_scenarios(MLAV_SCENARIO_CASES_DIR);
   std::printf("consumer: %zu shipped scenarios under %s\n", files.size(), MLAV_SCENARIO_CASES_DIR);
 
+  bool cuda_ok = true;
+#ifdef MLAV_CONSUMER_CUDA
+  if (const Support dev = cuda::cuda_device_available(); dev) {
+    BackendPtr gpu = cuda::make_cuda_backend();
+    const props::PropertyResult g = props::check_vs_model(*gpu, c);
+    cuda_ok = g.ok;
+    std::printf("consumer: mlaverify::cuda: %s %s\n", g.ok ? "pass" : "FAIL", g.detail.c_str());
+  } else {
+    std::printf("consumer: mlaverify::cuda linked; not run: %s\n", dev.reason.c_str());
+  }
+#endif
+
   // A sanity bound only (bf16 output: 2^-8 relative, plus the sums); props derives the real one.
-  const bool ok = finite && max_err <= 0x1.0p-5 * max_ref && max_ref > 0 && r.ok && !files.empty();
+  const bool ok = finite && max_err <= 0x1.0p-5 * max_ref && max_ref > 0 && r.ok &&
+                  !files.empty() && cuda_ok;
   std::printf("consumer: %s\n", ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 } catch (const std::exception& e) {
