@@ -268,9 +268,16 @@ def synthesize(outdir, seed, padded=True, corrupt=True):
                 continue
             fname = f"{name}.{cause}.safetensors"
             _write(os.path.join(outdir, fname), t, meta, oc, lc, seed)
-            files.append({"file": fname, **base, "expect": "mismatch", "cause": cause,
-                          "requests": bad, "rel_frob_vs_clean": [float(f"{r:.4g}") for r in rel],
-                          **extra})
+            entry = {"file": fname, **base, "expect": "mismatch", "cause": cause,
+                     "requests": bad, "rel_frob_vs_clean": [float(f"{r:.4g}") for r in rel],
+                     **extra}
+            # requests whose o moved, but by no more than MISMATCH_REL_FROB: a replay may or may
+            # not flag them (every other request not in "requests" has the clean bits exactly)
+            unsure = [i for i, r in enumerate(rel) if 0 < r <= MISMATCH_REL_FROB
+                      and i not in bad]
+            if unsure:
+                entry["uncertain"] = unsure
+            files.append(entry)
     manifest = {"generator": f"mlaverify_dump.synth {__version__}", "seed": seed,
                 "mismatch_rel_frob": MISMATCH_REL_FROB, "files": files}
     with open(os.path.join(outdir, "manifest.json"), "w") as f:
