@@ -56,7 +56,9 @@ def from_sglang(forward_batch, layer, q, k_extend, o, *, path, backend=None, lse
     whose forward_metadata holds qo_indptr, kv_indptr, kv_indices, custom_mask, mask_indptr.
     kv_indices and custom_mask are cut to kv_indptr[bs] and mask_indptr[bs] (SGLang may
     allocate them larger), and compact=True keeps only the pool slots and req_to_token rows the
-    batch uses (a layer's pool is often gigabytes). sm_scale is layer.scaling.
+    batch uses (a layer's pool is often gigabytes), gathered on the device before the copy.
+    sm_scale: the preset's when preset is given (layer.scaling then goes into the metadata as
+    server_sm_scale), else layer.scaling.
     """
     if backend is None:
         backend = forward_batch.attn_backend
@@ -68,6 +70,13 @@ def from_sglang(forward_batch, layer, q, k_extend, o, *, path, backend=None, lse
     n_mask = int(mask_indptr[-1])
     if tp is None:
         tp = _tp_size()
+    sm_scale = float(layer.scaling)
+    extra = dict(extra_metadata or {})
+    if preset is not None:
+        # Replay with the preset's scale, so that a server whose layer.scaling is wrong (mscale
+        # missing, 576^-0.5) shows as a mismatch; what the server used is kept beside it.
+        extra.setdefault("server_sm_scale", repr(sm_scale))
+        sm_scale = None
     return write_verify_dump(
         path,
         q=q.reshape(-1, H, layer.qk_head_dim),
@@ -87,12 +96,12 @@ def from_sglang(forward_batch, layer, q, k_extend, o, *, path, backend=None, lse
         lse=lse,
         preset=preset,
         tp=tp,
-        sm_scale=float(layer.scaling),
+        sm_scale=sm_scale,
         page_size=getattr(forward_batch.token_to_kv_pool, "page_size", 1),
         raw_bs=raw_bs,
         parents=parents,
         producer=producer or "sglang TritonAttnBackend.forward_extend (target verify) via mlaverify_dump",
-        extra_metadata=extra_metadata,
+        extra_metadata=extra,
         compact=compact,
     )
 

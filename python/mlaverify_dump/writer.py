@@ -2,7 +2,7 @@
 
 import json
 import math
-import warnings
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -165,12 +165,15 @@ def write_verify_dump(path, *, q, kv_buffer, qo_indptr, kv_indptr, kv_indices, c
         raise _shape_error("q", a, f"[T >= 1, H >= 1, {ROW}]")
     T_["q"] = (st, a)
 
-    st, a = _float_tensor("kv_buffer", kv_buffer, float_dtype)
-    if not ((a.ndim == 3 and a.shape[1] == 1 and a.shape[2] == ROW)
-            or (a.ndim == 2 and a.shape[1] == ROW)):
-        raise _shape_error("kv_buffer", a, f"[N, 1, {ROW}] or [N, {ROW}]")
-    N = int(a.shape[0])
-    T_["kv_buffer"] = (st, a)
+    # kv_buffer and req_to_token can be a live server's whole tables (gigabytes): their shapes are
+    # checked here, their contents converted last, after compaction picked what the batch uses.
+    if kv_buffer is None:
+        raise DumpError("kv_buffer is required")
+    kv_shape = _shape_of(kv_buffer)
+    if not ((len(kv_shape) == 3 and kv_shape[1] == 1 and kv_shape[2] == ROW)
+            or (len(kv_shape) == 2 and kv_shape[1] == ROW)):
+        raise _shape_error("kv_buffer", SimpleNamespace(shape=kv_shape), f"[N, 1, {ROW}] or [N, {ROW}]")
+    N = kv_shape[0]
 
     if k_extend is not None:
         st, a = _float_tensor("k_extend", k_extend, float_dtype)
@@ -202,7 +205,9 @@ def write_verify_dump(path, *, q, kv_buffer, qo_indptr, kv_indptr, kv_indices, c
         T_[name] = _int_tensor(name, x)
     if req_to_token is None:
         raise DumpError("req_to_token is required")
-    T_["req_to_token"] = _int_tensor("req_to_token", req_to_token, ndim=2)
+    rtt_shape = _shape_of(req_to_token)
+    if len(rtt_shape) != 2:
+        raise DumpError(f"req_to_token: expected 2-D, got shape {list(rtt_shape)}")
 
     st, a = _storage("custom_mask", custom_mask)
     if st not in ("BOOL",) + INT_ST:
@@ -223,12 +228,22 @@ def write_verify_dump(path, *, q, kv_buffer, qo_indptr, kv_indptr, kv_indices, c
             raise DumpError(f"{name}: expected {T} entries (T, from q), got {arr[name].shape[0]}")
     _check_indptr("qo_indptr", arr["qo_indptr"], bs + 1, T, "q")
     _check_indptr("kv_indptr", arr["kv_indptr"], bs + 1, arr["kv_indices"].shape[0], "kv_indices")
-    _check_indptr("mask_indptr", arr["mask_indptr"], bs + 1, arr["custom_mask"].shape[0],
-                  "custom_mask")
+    mi = arr["mask_indptr"]
+    if mi.shape[0] == bs:
+        # offsets only ([bs], the "sliced [:bs]" convention some kernels take): each entry a start
+        v = mi.astype(np.int64)
+        bad = np.nonzero((v < 0) | (v > arr["custom_mask"].shape[0]))[0]
+        if bad.size:
+            raise DumpError(f"mask_indptr[{int(bad[0])}] = {v[bad[0]]} is outside custom_mask's "
+                            f"{arr['custom_mask'].shape[0]} entries")
+    else:
+        if mi.shape[0] != bs + 1:
+            raise DumpError(f"mask_indptr: expected {bs + 1} entries (bs + 1; or bs, offsets "
+                            f"only), got {mi.shape[0]}")
+        _check_indptr("mask_indptr", mi, bs + 1, arr["custom_mask"].shape[0], "custom_mask")
     _check_range("kv_indices", arr["kv_indices"], N, "kv_buffer slots")
     _check_range("out_cache_loc", arr["out_cache_loc"], N, "kv_buffer slots")
-    _check_range("req_pool_indices", arr["req_pool_indices"], arr["req_to_token"].shape[0],
-                 "req_to_token rows")
+    _check_range("req_pool_indices", arr["req_pool_indices"], rtt_shape[0], "req_to_token rows")
 
     # ---- metadata
     if raw_bs is None:
@@ -246,8 +261,10 @@ def write_verify_dump(path, *, q, kv_buffer, qo_indptr, kv_indptr, kv_indices, c
     if not (math.isfinite(sm_scale) and sm_scale > 0):
         raise DumpError(f"sm_scale = {sm_scale} must be positive and finite")
     if preset is not None and abs(sm_scale / PRESETS[preset] - 1) > 1e-6:
-        warnings.warn(f"sm_scale {sm_scale:.7g} is not preset {preset}'s {PRESETS[preset]:.7g}; "
-                      "writing both (the replay reports the disagreement)")
+        # mlaverify's loader rejects such a file (its metadata disagrees with itself)
+        raise DumpError(f"sm_scale {sm_scale:.7g} is not preset {preset}'s "
+                        f"{PRESETS[preset]:.7g}: give one of the two (from_sglang records the "
+                        "server's layer.scaling as server_sm_scale and replays with the preset's)")
     if layout not in LAYOUTS:
         raise DumpError(f"layout must be one of {LAYOUTS}, not {layout!r}")
     page_size = int(page_size)
@@ -272,31 +289,52 @@ def write_verify_dump(path, *, q, kv_buffer, qo_indptr, kv_indptr, kv_indices, c
         meta[str(k)] = str(v)
 
     if compact:
-        _compact(T_)
+        kv_buffer = _compact(T_, kv_buffer, req_to_token, N)
+    else:
+        T_["req_to_token"] = _int_tensor("req_to_token", req_to_token, ndim=2)
+    T_["kv_buffer"] = _float_tensor("kv_buffer", kv_buffer, float_dtype)
+    if "k_extend" in T_ and T_["k_extend"][0] != T_["kv_buffer"][0]:
+        raise DumpError(f"k_extend is {T_['k_extend'][0]} but kv_buffer {T_['kv_buffer'][0]}: "
+                        "the kernel reads both as one dtype (float_dtype= converts both)")
     write_file(path, T_, meta)
     return meta
 
 
-def _compact(T_):
+def _shape_of(x):
+    if hasattr(x, "shape"):
+        return tuple(int(s) for s in x.shape)
+    return tuple(np.shape(x))
+
+
+def _take(x, rows, cols=None):
+    """x[rows][:, :cols], gathered where x lives (a CUDA tensor is gathered on the device)."""
+    mod = type(x).__module__ or ""
+    if mod.startswith("torch") and hasattr(x, "detach"):
+        import torch
+
+        y = x.detach()[torch.as_tensor(rows, dtype=torch.long, device=x.device)]
+    else:
+        y = np.asarray(x)[rows]
+    return y if cols is None else y[:, :cols]
+
+
+def _compact(T_, pool, req_to_token, N):
     """Keep only the slots and req_to_token rows the batch refers to; renumber consistently.
 
-    Kept slots: 0 (padding), kv_indices, out_cache_loc and every entry of the kept req_to_token
-    rows; kept rows: 0 (padding) and req_pool_indices. Old ids keep their relative order, so the
-    scatter of the batch is preserved and an inconsistency between kv_indices and req_to_token
-    (a stale slot) survives compaction.
+    Kept rows: 0 (padding) and req_pool_indices, cut to the longest P + D; kept slots: 0
+    (padding), kv_indices, out_cache_loc and every entry of the kept rows. Old ids keep their
+    relative order, so the scatter of the batch is preserved and an inconsistency between
+    kv_indices and req_to_token (a stale slot) survives compaction. Returns the kept pool rows.
     """
-    rst, rtt = T_["req_to_token"]
     rows = np.unique(np.concatenate([[0], T_["req_pool_indices"][1].astype(np.int64)]))
     row_of = {int(r): i for i, r in enumerate(rows)}
-    rtt = rtt[rows]
     # columns: every request's prefix and draft tokens (seq_lens and kv_indptr may disagree in a
     # buggy server: keep the longer)
     d = np.diff(T_["qo_indptr"][1].astype(np.int64))
     p = np.maximum(np.diff(T_["kv_indptr"][1].astype(np.int64)),
                    T_["seq_lens"][1].astype(np.int64))
-    rtt = rtt[:, :max(1, min(rtt.shape[1], int((p + d).max())))]
-    kst, pool = T_["kv_buffer"]
-    N = pool.shape[0]
+    cols = max(1, int((p + d).max()))
+    rst, rtt = _int_tensor("req_to_token", _take(req_to_token, rows, cols), ndim=2)
     refs = [np.array([0]), T_["kv_indices"][1].astype(np.int64),
             T_["out_cache_loc"][1].astype(np.int64)]
     r = rtt.astype(np.int64).ravel()
@@ -316,7 +354,7 @@ def _compact(T_):
     T_["req_to_token"] = (rst, rtt_new.astype(rtt.dtype))
     pst, rpi = T_["req_pool_indices"]
     T_["req_pool_indices"] = (pst, np.array([row_of[int(x)] for x in rpi], dtype=rpi.dtype))
-    T_["kv_buffer"] = (kst, np.ascontiguousarray(pool[slots]))
+    return _take(pool, slots)
 
 
 def read_verify_dump(path):

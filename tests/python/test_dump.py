@@ -213,9 +213,21 @@ def test_rejects_bad_values_and_metadata(tmp_path):
         parents=[[-1, 2, 1, 0]] + meta["parents"][1:])
     bad(tmp_path, r"'preset' is a reserved key", extra_metadata={"preset": "x"})
     bad(tmp_path, r"layout must be one of", layout="rope-last")
-    with pytest.warns(UserWarning, match="is not preset kimi-k2's"):
-        write_verify_dump(str(tmp_path / "w.safetensors"), **t, preset="kimi-k2",
-                          sm_scale=576 ** -0.5, float_dtype="bf16")
+    bad(tmp_path, r"sm_scale 0.04166667 is not preset kimi-k2's 0.1308608", sm_scale=576 ** -0.5)
+    bad(tmp_path, r"k_extend is F32 but kv_buffer F16", float_dtype=None,
+        q=t["q"].astype(np.float32), kv_buffer=t["kv_buffer"].astype(np.float16),
+        k_extend=t["k_extend"].astype(np.float32), o=o.astype(np.float32))
+
+
+def test_offsets_only_mask_indptr_accepted(tmp_path):
+    """A kernel handed mask_indptr[:bs] (offsets only) is dumped as it was handed."""
+    t, meta, o, lse = small_batch()
+    u = dict(t, mask_indptr=t["mask_indptr"][:-1])
+    write_small(str(tmp_path / "m.safetensors"), u, meta, o, lse)
+    d, _, _ = read_verify_dump(str(tmp_path / "m.safetensors"))
+    assert d["mask_indptr"].shape == (4,)
+    bad(tmp_path, r"mask_indptr\[1\] = 100000 is outside",
+        mask_indptr=np.array([0, 100000, 3, 4]))
 
 
 def test_compact_keeps_the_batch(tmp_path):
@@ -290,6 +302,18 @@ def test_from_sglang(tmp_path):
     o2, _ = reference_attention(d, float(md["sm_scale"]))
     assert np.array_equal(round_bf16(o2), o)
     assert md["preset"] == "kimi-k2" and md["producer"].startswith("sglang")
+    assert float(md["server_sm_scale"]) == layer.scaling
+    # a server whose layer.scaling lacks mscale^2: with a preset the dump replays with the
+    # preset's scale (so the replay shows the mismatch); without, it records the server's
+    layer.scaling = 192 ** -0.5
+    from_sglang(fb, layer, t["q"].astype(np.float32), t["k_extend"].astype(np.float32),
+                o.astype(np.float32), path=path, preset="kimi-k2")
+    md = read_verify_dump(path)[2]
+    assert float(md["sm_scale"]) == PRESETS["kimi-k2"] and float(md["server_sm_scale"]) == 192 ** -0.5
+    from_sglang(fb, layer, t["q"].astype(np.float32), t["k_extend"].astype(np.float32),
+                o.astype(np.float32), path=path)
+    md = read_verify_dump(path)[2]
+    assert float(md["sm_scale"]) == 192 ** -0.5 and "preset" not in md and "server_sm_scale" not in md
 
 
 def test_maybe_dump_env_guard(tmp_path, monkeypatch):
