@@ -216,7 +216,9 @@ def corrupted_output(rng, cause, t, meta, o_clean, lse_clean):
         c = int(rng.integers(LATENT))
         delta = 0.1 * float(np.abs(o_clean[a:b]).max()) * (1 if rng.integers(2) else -1)
         o[a + tok, h, c] = round_bf16(np.array([o[a + tok, h, c] + delta]))[0]
-        extra["where"] = {"request": i, "token": tok, "head": h, "column": c, "row": a + tok}
+        # token: the row of o (global, as mlaverify reports it); token_in_request: 0..D-1
+        extra["where"] = {"request": i, "token": a + tok, "head": h, "column": c,
+                          "token_in_request": tok}
         extra["delta"] = float(o[a + tok, h, c] - o_clean[a + tok, h, c])
         return o, lse, extra
     if cause == "rope_first_cache":

@@ -452,10 +452,10 @@ def test_synth_corrupted_copies(synth_dir):
         if e["cause"] == "one_element":
             w = e["where"]
             diff = np.argwhere(tx["o"] != tc["o"])
-            assert diff.tolist() == [[w["row"], w["head"], w["column"]]]
-            assert w["row"] == qo[w["request"]] + w["token"]
+            assert diff.tolist() == [[w["token"], w["head"], w["column"]]]
+            assert w["token"] == qo[w["request"]] + w["token_in_request"]
             seg = np.abs(tc["o"][qo[w["request"]]:qo[w["request"] + 1]]).max()
-            assert abs(abs(e["delta"]) - 0.1 * seg) <= 2 ** -8 * (abs(tc["o"][w["row"], w["head"], w["column"]]) + 0.1 * seg)
+            assert abs(abs(e["delta"]) - 0.1 * seg) <= 2 ** -8 * (abs(tc["o"][w["token"], w["head"], w["column"]]) + 0.1 * seg)
             assert np.array_equal(tx["lse"], tc["lse"])
             continue
         # the corrupted o is exactly the wrong reading, recomputed here independently
