@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv (python3 -m venv) if missing and installs what the Python side needs: numpy,
-# safetensors, pytest, setuptools, and ./python (the mlaverify_dump package), each only if missing
+# safetensors, pytest, ml_dtypes (tests only), setuptools and wheel, and ./python (the
+# mlaverify_dump package, which itself needs only numpy and safetensors), each only if missing
 # or, for ./python, changed since the last install. Idempotent; prints what it did.
 # PYTHON=/path/to/python3 picks the interpreter (default python3). Needs PyPI on first run.
 set -euo pipefail
@@ -32,7 +33,8 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 
 missing=()
 # module:requirement:check (the check, when given, must print True)
-for spec in "numpy:numpy" "safetensors:safetensors" "pytest:pytest" "wheel:wheel" \
+# ml_dtypes is for the tests only: an independent bf16 rounding that ours is checked against.
+for spec in "numpy:numpy" "safetensors:safetensors" "pytest:pytest" "ml_dtypes:ml_dtypes" "wheel:wheel" \
             "setuptools:setuptools>=64:int(setuptools.__version__.split('.')[0]) >= 64"; do
   IFS=: read -r mod req check <<<"$spec"
   "$venv/bin/python" -c "import $mod, sys; sys.exit(0 if (${check:-True}) else 1)" 2>/dev/null \
@@ -42,7 +44,7 @@ if ((${#missing[@]})); then
   echo "venv: pip install ${missing[*]}"
   "${pip[@]}" install "${missing[@]}"
 else
-  echo "venv: numpy, safetensors, pytest, setuptools, wheel present"
+  echo "venv: numpy, safetensors, pytest, ml_dtypes, setuptools, wheel present"
 fi
 
 # ./python is installed as a copy (not editable): reinstall when its sources change.

@@ -512,6 +512,28 @@ def test_reference_reproduces_real_sglang_dumps(name):
         assert rel_frobenius(t["o"][:qo[raw]], bad[:qo[raw]]) > 0.1
 
 
+@pytest.mark.parametrize("name", ["k2_eagle16", "k2_padded"])
+def test_writer_rewrites_real_sglang_dumps(name, tmp_path):
+    """write_verify_dump, given the tensors SGLang's dump holds, writes the same tensors with the
+    same dtypes and shapes, and metadata that mlaverify reads the same way."""
+    path = os.path.join(SHARED_DUMPS, f"{name}.safetensors")
+    if not os.path.exists(path):
+        pytest.skip(f"no shared dump at {path} (set MLAVERIFY_SHARED_DUMPS)")
+    t, dtypes, md = read_verify_dump(path)
+    out = str(tmp_path / "re.safetensors")
+    write_verify_dump(out, **t, preset=md["preset"], tp=8, raw_bs=int(md["raw_bs"]),
+                      parents=md["parents"], float_dtype="bf16",
+                      extra_metadata={"fp64_rel_frob_worst": md["fp64_rel_frob_worst"]})
+    t2, dtypes2, md2 = read_verify_dump(out)
+    assert dtypes2 == dtypes
+    for k in t:
+        assert np.array_equal(t2[k], t[k]), k
+    for k in ("preset", "heads", "page_size", "layout", "bs", "raw_bs", "draft_tokens"):
+        assert md2[k] == md[k], k
+    assert json.loads(md2["parents"]) == json.loads(md["parents"])
+    assert abs(float(md2["sm_scale"]) - float(md["sm_scale"])) < 1e-6 * float(md["sm_scale"])
+
+
 def test_installed_copy():
     """scripts/venv.sh installed ./python; that copy is the source tree's version."""
     venv_py = os.path.join(ROOT, ".venv", "bin", "python")
