@@ -9,6 +9,7 @@ safetensors.deserialize, so every file is validated by the reference implementat
 """
 
 import json
+import os
 import struct
 
 import numpy as np
@@ -70,11 +71,17 @@ def write_file(path, tensors, metadata):
     header["__metadata__"] = dict(metadata)
     hbytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
     hbytes += b" " * (-len(hbytes) % 8)  # the buffer starts 8-byte aligned
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(hbytes)))
-        f.write(hbytes)
-        for b in blobs:
-            f.write(b)
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(struct.pack("<Q", len(hbytes)))
+            f.write(hbytes)
+            for b in blobs:
+                f.write(b)
+        os.replace(tmp, path)  # never a half-written dump under the final name
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def read_file(path):

@@ -143,7 +143,8 @@ def write_verify_dump(path, *, q, kv_buffer, qo_indptr, kv_indptr, kv_indices, c
     Shapes (T draft tokens, H heads, N pool slots, bs requests incl. CUDA-graph padding):
       q [T, H, 576] (latent 512 then rope 64), kv_buffer [N, 1, 576] or [N, 576],
       k_extend [T, 1, 576] or [T, 576], o [T, H, 512], lse [T, H] (natural log),
-      qo_indptr, kv_indptr, mask_indptr [bs + 1], seq_lens, req_pool_indices [bs],
+      qo_indptr, kv_indptr [bs + 1], mask_indptr [bs + 1] (or [bs]: offsets only),
+      seq_lens, req_pool_indices [bs],
       kv_indices [kv_indptr[bs]], custom_mask [mask_indptr[bs]], positions, out_cache_loc [T],
       req_to_token [rows, max_len].
 
@@ -227,6 +228,10 @@ def write_verify_dump(path, *, q, kv_buffer, qo_indptr, kv_indptr, kv_indices, c
         if arr[name].shape[0] != T:
             raise DumpError(f"{name}: expected {T} entries (T, from q), got {arr[name].shape[0]}")
     _check_indptr("qo_indptr", arr["qo_indptr"], bs + 1, T, "q")
+    empty = np.nonzero(np.diff(arr["qo_indptr"].astype(np.int64)) == 0)[0]
+    if empty.size:
+        raise DumpError(f"qo_indptr: request {int(empty[0])} has no draft token (a verify call "
+                        "has at least one per request)")
     _check_indptr("kv_indptr", arr["kv_indptr"], bs + 1, arr["kv_indices"].shape[0], "kv_indices")
     mi = arr["mask_indptr"]
     if mi.shape[0] == bs:

@@ -186,6 +186,8 @@ def test_rejects_bad_shapes(tmp_path):
     bad(tmp_path, r"mask_indptr decreases at index 2",
         mask_indptr=np.array([0, 40, 30, 500, len(t["custom_mask"])]))
     bad(tmp_path, r"mask_indptr\[0\] = 3", mask_indptr=t["mask_indptr"] + 3)
+    bad(tmp_path, r"qo_indptr: request 1 has no draft token",
+        qo_indptr=np.array([0, 8, 8, 12, T]))
     bad(tmp_path, r"req_pool_indices: expected 4 entries", req_pool_indices=t["req_pool_indices"][:3])
     bad(tmp_path, r"positions: expected %d entries" % T, positions=t["positions"][:-1])
     bad(tmp_path, r"req_to_token: expected 2-D", req_to_token=t["req_to_token"].ravel())
