@@ -37,8 +37,11 @@ int main(int argc, char** argv) {
   replay->add_option("paths", rp.paths, "Scenario files or folders")->required();
   replay->add_flag("!--no-recorded", rp.check_recorded,
                    "Skip re-running scenarios on the mutant that found them");
-
   cli::DumpOptions dopt;
+  replay->add_flag("--json", dopt.json, "Machine-readable output (server dumps)");
+  replay->add_option("--max-memory", dopt.max_memory, "Bytes a dump may hold in memory");
+  replay->add_option("--max-seconds", dopt.max_seconds, "Refuse dumps whose model pass is longer");
+
   std::vector<std::filesystem::path> dumps;
   CLI::App* diagnose = app.add_subcommand(
       "diagnose", "Explain a server dump's disagreement: the model under every known wrong reading");
@@ -58,7 +61,8 @@ int main(int argc, char** argv) {
       bool all_dumps = true;
       for (const auto& path : rp.paths) all_dumps = all_dumps && cli::is_dump_path(path);
       if (all_dumps) {
-        dopt.backend = rp.backend == "cpu" ? "" : rp.backend;
+        // A dump is judged against the model; a backend runs on it only when named.
+        if (replay->get_option("--backend")->count() > 0) dopt.backend = rp.backend;
         int rc = 0;
         for (const auto& path : rp.paths) rc = std::max(rc, cli::replay_dump(path, dopt, std::cout));
         return rc;

@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 scripts/deps.sh
+scripts/venv.sh
 scripts/build.sh
 
 echo "== ctest (fixed seed) =="

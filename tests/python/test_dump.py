@@ -21,10 +21,9 @@ from mlaverify_dump._bf16 import bits_to_f32, round_bf16, to_bf16_bits
 from mlaverify_dump.reference import reference_attention, rel_frobenius, request_visibility
 from mlaverify_dump.synth import build_batch, synthesize, tree_visibility
 
-SHARED_DUMPS = os.environ.get("MLAVERIFY_SHARED_DUMPS",
-                              os.path.join(ROOT, "..", "shared", "dumps"))
-if not os.path.isdir(SHARED_DUMPS):
-    SHARED_DUMPS = "/work/shared/dumps"
+# The two SGLang dumps ship in the repository (scenarios/dumps); MLAVERIFY_SHARED_DUMPS points
+# elsewhere if wanted.
+SHARED_DUMPS = os.environ.get("MLAVERIFY_SHARED_DUMPS", os.path.join(ROOT, "scenarios", "dumps"))
 
 # bf16 keeps 8 significant bits, so rounding to nearest moves a value by at most half an ulp:
 # |x - bf16(x)| <= 2^-8 |x| per element. A kernel that computes o exactly and only rounds its
