@@ -120,6 +120,13 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+// prefixed("h", h) trips GCC 12's -Wrestrict false positive; append instead.
+std::string prefixed(const char* prefix, int64_t n) {
+  std::string s(prefix);
+  s += std::to_string(n);
+  return s;
+}
+
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("viz: " + what); }
 
 // A pixel buffer painted onto either surface unscaled.
@@ -176,15 +183,25 @@ struct TreePlan {
 struct RequestPlan {
   TreePlan tree;
   std::string label;
+  std::string note;  // mismatch count, drawn in red after the label
   std::string prefix_text;
   double label_y = 0, prefix_text_y = 0;
   int32_t tick_step = 1;  // draft indices between row/column numbers
 };
 
+// One entry of the mask legend, placed by the plan (it wraps to the canvas width).
+struct LegendItem {
+  enum Kind { Text, Swatch, Ring } kind = Text;
+  Rgb colour;
+  std::string label;
+  double x = 0, y = 0;
+};
+
 struct Plan {
   Layout layout;
+  std::vector<LegendItem> legend;
   std::vector<std::string> title_lines, caption_lines, omitted_lines;
-  double title_y = 0, legend_y = 0, omitted_y = 0, caption_y = 0;
+  double title_y = 0, omitted_y = 0, caption_y = 0;
   std::vector<RequestPlan> requests;  // parallel to layout.requests
   // heatmap
   int32_t head_stride = 0;  // pixels from one head's first bin to the next's (bins + 1 gap)
@@ -253,7 +270,7 @@ void validate(const Picture& p) {
 
 // Node-link geometry in a box at the origin: leaves take consecutive slots in depth-first order,
 // a parent sits over the middle of its children.
-void plan_tree(const RequestPicture& r, RequestLayout& rl, TreePlan& tp) {
+void plan_tree(const RequestPicture& r, RequestLayout& rl, TreePlan& tp, double grid) {
   const auto d = static_cast<int32_t>(r.parents.size());
   tp.depth.assign(d, 0);
   std::vector<std::vector<int32_t>> children(d);
@@ -274,10 +291,14 @@ void plan_tree(const RequestPicture& r, RequestLayout& rl, TreePlan& tp) {
   for (int32_t t = d - 1; t >= 0; --t)
     if (!children[t].empty()) slot[t] = (slot[children[t].front()] + slot[children[t].back()]) / 2;
 
-  const double s = std::min(26.0, 1200.0 / leaves);
-  const double rh = std::min(46.0, 720.0 / std::max(tp.max_depth, 1));
-  const double rad = std::max(1.0, std::min({10.0, 0.4 * s, 0.4 * rh}));
-  tp.numbers = rad >= 6.5;
+  // Up to 64 nodes: numbered circles. Above: compact dots, numbered only where the mask is wrong.
+  const bool compact = d > 64;
+  const double s = std::min(compact ? 12.0 : 26.0, 1200.0 / leaves);
+  // A compact tree is no taller than its mask grid (a long chain becomes a dense line).
+  const double max_h = compact ? std::max(grid, 320.0) : 720.0;
+  const double rh = std::min(compact ? 34.0 : 46.0, max_h / std::max(tp.max_depth, 1));
+  const double rad = std::max(1.0, std::min({compact ? 4.0 : 10.0, 0.4 * s, 0.4 * rh}));
+  tp.numbers = !compact && rad >= 6.5;
   rl.node_radius = rad;
   rl.tree.w = std::max(leaves * s, 2 * rad + 2);
   rl.tree.h = tp.max_depth * rh + 2 * rad + 2;
@@ -334,8 +355,13 @@ Plan make_plan(cairo_t* cr, const Picture& p) {
   std::vector<RequestPlan> rplans(p.requests.size());
   std::vector<RequestLayout> rlayouts(p.requests.size());
   for (size_t i = 0; i < p.requests.size(); ++i) {
-    rlayouts[i].index = static_cast<int32_t>(i);
-    plan_tree(p.requests[i], rlayouts[i], rplans[i].tree);
+    RequestLayout& rl = rlayouts[i];
+    rl.index = static_cast<int32_t>(i);
+    const auto d = static_cast<int64_t>(p.requests[i].parents.size());
+    rl.mask_bin = static_cast<int32_t>((d + 511) / 512);
+    const int64_t nb = (d + rl.mask_bin - 1) / rl.mask_bin;
+    rl.cell = static_cast<int32_t>(std::clamp<int64_t>(512 / nb, 1, 20));
+    plan_tree(p.requests[i], rl, rplans[i].tree, static_cast<double>(nb) * rl.cell);
   }
   for (int pass = 0; pass < 2; ++pass)
     for (size_t i = 0; i < p.requests.size(); ++i)
@@ -355,15 +381,14 @@ Plan make_plan(cairo_t* cr, const Picture& p) {
                                : r.label;
     if (r.padded) rp.label += "  [CUDA-graph padding]";
     if (rp.tree.mismatches > 0)
-      rp.label += "  " + std::to_string(rp.tree.mismatches) + " mask cell" +
-                  (rp.tree.mismatches == 1 ? "" : "s") + " differ from the tree";
+      rp.note = std::to_string(rp.tree.mismatches) +
+                (rp.tree.mismatches == 1 ? " mask cell differs" : " mask cells differ") +
+                " from the tree";
     rp.prefix_text = r.prefix_len == 0
                          ? "no prefix (P = 0)"
                          : "band: P = " + std::to_string(r.prefix_len) + " prefix column" +
                                (r.prefix_len == 1 ? "" : "s") + ", all visible";
-    rl.mask_bin = static_cast<int32_t>((d + 511) / 512);
     const int64_t nb = (d + rl.mask_bin - 1) / rl.mask_bin;
-    rl.cell = static_cast<int32_t>(std::clamp<int64_t>(512 / nb, 1, 20));
     const double grid = static_cast<double>(nb) * rl.cell;
     for (rp.tick_step = 1; rp.tick_step * rl.cell / rl.mask_bin < 18.0; rp.tick_step *= 2) {
     }
@@ -377,7 +402,8 @@ Plan make_plan(cairo_t* cr, const Picture& p) {
     rl.mask = {mx + kRowGutter + kBandWidth + 6, top, grid, grid};
     rp.prefix_text_y = top + grid + 16;
     const double w =
-        std::max({text_width(cr, rp.label, kLabelSize, true), rl.mask.x + grid + 4,
+        std::max({text_width(cr, rp.label + "  " + rp.note, kLabelSize, true),
+                  rl.mask.x + grid + 4,
                   rl.prefix_band.x + text_width(cr, rp.prefix_text, kSmall + 1)});
     rl.panel = {0, 0, w, top + std::max(rl.tree.h, grid + 24)};
     content_w = std::max(content_w, w);
@@ -390,8 +416,27 @@ Plan make_plan(cairo_t* cr, const Picture& p) {
   plan.title_y = y + kTitleSize;
   y += plan.title_lines.size() * kTitleLine + 6;
   if (!order.empty()) {
-    plan.legend_y = y + 12;
-    y += 30;
+    using K = LegendItem::Kind;
+    plan.legend = {{K::Text, kMuted, "mask (rows: draft query t, columns: draft key j):"},
+                   {K::Swatch, kMaskVisible, "visible"},
+                   {K::Swatch, kMaskHidden, "hidden"},
+                   {K::Swatch, kMaskPrefix, "prefix (all visible)"},
+                   {K::Swatch, kMaskExtra, "seen, tree says hidden"},
+                   {K::Swatch, kMaskMissing, "hidden, tree says seen"},
+                   {K::Swatch, kPaddedVisible, "padding request"},
+                   {K::Ring, kMaskExtra, "tree node: its mask row differs"}};
+    double lx = kMargin, ly = y + 12;
+    for (LegendItem& item : plan.legend) {
+      const double w = text_width(cr, item.label, 11) + (item.kind == K::Text ? 12 : 35);
+      if (lx > kMargin && lx + w - 18 > kMargin + content_w) {
+        lx = kMargin;
+        ly += 18;
+      }
+      item.x = lx;
+      item.y = ly;
+      lx += w;
+    }
+    y = ly + 18;
   }
   double x = kMargin, row_h = 0;
   for (int32_t i : order) {
@@ -438,7 +483,7 @@ Plan make_plan(cairo_t* cr, const Picture& p) {
     y += 22 + 16;  // heading, head labels
     H.box.x = kMargin + kHeatGutter;
     H.box.y = y;
-    y += H.box.h + 14;
+    y += H.box.h + 18;
     plan.heat_legend_y = y;
     y += 44;
     const size_t listed = std::min<size_t>(e.worst.size(), 10);
@@ -509,6 +554,10 @@ void draw_tree(cairo_t* cr, const RequestPicture& r, const RequestLayout& rl,
     set_colour(cr, tp.row_wrong[t] ? kMaskExtra : stroke);
     cairo_set_line_width(cr, tp.row_wrong[t] ? std::max(1.5, rad / 3.5) : std::min(1.2, rad / 4));
     cairo_stroke(cr);
+    if (!tp.numbers && (tp.row_wrong[t] || t == 0)) {
+      text(cr, std::to_string(t), rl.node_x[t] + rad + 1.5, rl.node_y[t] - rad - 1, 9,
+           tp.row_wrong[t] ? kMaskExtra : kInk, Align::Left, tp.row_wrong[t] != 0);
+    }
     if (tp.numbers) {
       const std::string n = std::to_string(t);
       const double size = std::min(10.0, rad * (n.size() >= 3 ? 0.85 : 1.05));
@@ -543,10 +592,28 @@ void draw_mask(cairo_t* cr, const RequestPicture& r, const RequestLayout& rl,
         }
       const Rgb col = extra > 0     ? kMaskExtra
                       : missing > 0 ? kMaskMissing
-                                    : mix(kMaskHidden, on, static_cast<double>(vis) / n);
+                      : vis == 0    ? kMaskHidden
+                      : vis == n    ? on
+                                    : mix(kMaskHidden, on, 0.4 + 0.5 * static_cast<double>(vis) / n);
       img.fill(static_cast<int>(bj * c), static_cast<int>(bi * c), c - gap, c - gap, col);
     }
   img.paint(cr, rl.mask.x, rl.mask.y);
+  // Small cells: ring each mismatching one so that it shows at a glance (at most 400 rings).
+  if (c < 8 && !r.expected.empty()) {
+    int rings = 0;
+    cairo_set_line_width(cr, 1.4);
+    for (int64_t t = 0; t < d && rings < 400; ++t)
+      for (int64_t j = 0; j < d && rings < 400; ++j) {
+        const bool v = r.visible[t * d + j] != 0, x = r.expected[t * d + j] != 0;
+        if (v == x) continue;
+        ++rings;
+        cairo_new_sub_path(cr);
+        cairo_arc(cr, rl.mask.x + (j / k + 0.5) * c, rl.mask.y + (t / k + 0.5) * c, c / 2.0 + 4, 0,
+                  2 * M_PI);
+      }
+    set_colour(cr, kMaskExtra);
+    cairo_stroke(cr);
+  }
 
   // Prefix band.
   const Box& b = rl.prefix_band;
@@ -623,6 +690,34 @@ void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
     }
   }
   img.paint(cr, H.box.x, H.box.y);
+  // Rug ticks right of the map (rows) and under it (bins) wherever an element fails, so that a
+  // single failing element is found at any scale without covering its neighbours.
+  {
+    std::vector<uint8_t> row_bad(static_cast<size_t>(rows), 0), bin_bad(static_cast<size_t>(bins), 0);
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t bin = 0; bin < bins; ++bin) {
+        const float v = (has_real[row] ? real : pad)[row * bins + bin];
+        const uint8_t bad = !std::isfinite(v) ? 2 : v > 1.0f ? 1 : 0;
+        row_bad[row] = std::max(row_bad[row], bad);
+        bin_bad[bin] = std::max(bin_bad[bin], bad);
+      }
+    for (int64_t row = 0; row < rows; ++row)
+      if (row_bad[row]) {
+        set_colour(cr, row_bad[row] == 2 ? kErrorNonFinite : kErrorFail);
+        cairo_rectangle(cr, H.box.x + H.box.w + 3, H.box.y + row * H.row_height, 8,
+                        std::max(H.row_height, 2));
+        cairo_fill(cr);
+      }
+    for (int64_t bin = 0; bin < bins; ++bin)
+      if (bin_bad[bin]) {
+        set_colour(cr, bin_bad[bin] == 2 ? kErrorNonFinite : kErrorFail);
+        cairo_rectangle(cr,
+                        H.box.x + (bin / H.bins_per_head) * plan.head_stride +
+                            (bin % H.bins_per_head) * H.bin_width,
+                        H.box.y + H.box.h + 3, std::max(H.bin_width, 2), 8);
+        cairo_fill(cr);
+      }
+  }
   set_colour(cr, kEdge);
   cairo_set_line_width(cr, 1);
   cairo_rectangle(cr, H.box.x - 0.5, H.box.y - 0.5, H.box.w + 1, H.box.h + 1);
@@ -632,9 +727,9 @@ void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
   // Head labels.
   const double head_w = plan.head_stride;
   int every = 1;
-  while (every * head_w < text_width(cr, "h" + std::to_string(e.heads - 1), 9) + 6) every *= 2;
+  while (every * head_w < text_width(cr, prefixed("h", e.heads - 1), 9) + 6) every *= 2;
   for (int32_t h = 0; h < e.heads; h += every)
-    text(cr, "h" + std::to_string(h), H.box.x + h * head_w + (head_w - 1) / 2, H.box.y - 5, 9,
+    text(cr, prefixed("h", h), H.box.x + h * head_w + (head_w - 1) / 2, H.box.y - 5, 9,
          kMuted, Align::Centre);
 
   // Request boundaries and labels in the gutter; across the map when rows are tall enough.
@@ -661,7 +756,7 @@ void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
       if ((b1 - b0) * per_token >= 10) {
         bool all_pad = !e.token_padded.empty() && b1 > b0;
         for (int64_t t = b0; all_pad && t < b1; ++t) all_pad = e.token_padded[t] != 0;
-        text(cr, (all_pad ? "pad r" : "r") + std::to_string(i), H.box.x - 18,
+        text(cr, prefixed(all_pad ? "pad r" : "r", static_cast<int64_t>(i)), H.box.x - 18,
              H.box.y + (b0 + b1) / 2.0 * per_token + 4, 10, all_pad ? kMuted : kInk,
              Align::Right);
       }
@@ -712,6 +807,8 @@ void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
   double nx = lx + lw + 24;
   draw_swatch(cr, nx, ly + 11, kErrorFail, "> 1: fails", nx);
   draw_swatch(cr, nx, ly + 11, kErrorNonFinite, "not finite", nx);
+  text(cr, "ticks right of and under the map: the rows and columns that hold such elements",
+       lx + lw + 24, ly + 30, 10, kMuted);
   // Hatched key.
   cairo_save(cr);
   cairo_rectangle(cr, nx, ly + 1, 12, 12);
@@ -746,17 +843,19 @@ void draw(cairo_t* cr, const Picture& p, const Plan& plan) {
   for (size_t i = 0; i < plan.title_lines.size(); ++i)
     text(cr, plan.title_lines[i], kMargin, plan.title_y + i * kTitleLine, kTitleSize, kInk,
          Align::Left, true);
-  if (!L.requests.empty()) {
-    double x = kMargin;
-    const double y = plan.legend_y;
-    text(cr, "mask (rows: draft query t, columns: draft key j):", x, y, 11, kMuted);
-    x += text_width(cr, "mask (rows: draft query t, columns: draft key j):", 11) + 12;
-    draw_swatch(cr, x, y, kMaskVisible, "visible", x);
-    draw_swatch(cr, x, y, kMaskHidden, "hidden", x);
-    draw_swatch(cr, x, y, kMaskPrefix, "prefix (all visible)", x);
-    draw_swatch(cr, x, y, kMaskExtra, "seen, tree says hidden", x);
-    draw_swatch(cr, x, y, kMaskMissing, "hidden, tree says seen", x);
-    draw_swatch(cr, x, y, kPaddedVisible, "padding request", x);
+  for (const LegendItem& item : plan.legend) {
+    double next = 0;
+    switch (item.kind) {
+      case LegendItem::Text: text(cr, item.label, item.x, item.y, 11, item.colour); break;
+      case LegendItem::Swatch: draw_swatch(cr, item.x, item.y, item.colour, item.label, next); break;
+      case LegendItem::Ring:
+        cairo_arc(cr, item.x + 6, item.y - 4, 5.5, 0, 2 * M_PI);
+        set_colour(cr, item.colour);
+        cairo_set_line_width(cr, 2);
+        cairo_stroke(cr);
+        text(cr, item.label, item.x + 17, item.y, 11, kInk);
+        break;
+    }
   }
   for (size_t k = 0; k < L.requests.size(); ++k) {
     const RequestLayout& rl = L.requests[k];
@@ -764,6 +863,9 @@ void draw(cairo_t* cr, const Picture& p, const Plan& plan) {
     const RequestPlan& rp = plan.requests[k];
     text(cr, rp.label, rl.panel.x, rp.label_y, kLabelSize, r.padded ? kMuted : kInk, Align::Left,
          true);
+    if (!rp.note.empty())
+      text(cr, rp.note, rl.panel.x + text_width(cr, rp.label + "  ", kLabelSize, true), rp.label_y,
+           kLabelSize, kMaskExtra, Align::Left, true);
     draw_tree(cr, r, rl, rp.tree);
     draw_mask(cr, r, rl, rp);
   }

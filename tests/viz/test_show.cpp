@@ -481,6 +481,18 @@ TEST_F(VizTest, Samples) {
   dd.errors.worst.push_back({0, 57, 11, 200, 1.7e-2, 1e-2});
   dd.caption = "Every 17th query from 40 sees (or misses) its left neighbour.";
   render(dd, fs::path(out) / "ddtree128");
+
+  Picture big;
+  big.title = "Large: DDTree D=1024, chain D=300, 16 heads (binned)";
+  big.requests.push_back(request(ddtree(1024, 2), 4100, "request 0 (DDTree, D=1024, P=4100)"));
+  big.requests[0].visible[1000 * 1024 + 3] ^= 1;
+  std::vector<int32_t> chain(300);
+  for (int32_t t = 0; t < 300; ++t) chain[t] = t - 1;
+  big.requests.push_back(request(chain, 1, "request 1 (chain, D=300, P=1)"));
+  big.errors = errors_for(big.requests, 16, 5);
+  ratio_at(big.errors, 1100, 2, 7) = 3.f;
+  big.errors.worst.push_back({1, 1100, 2, 7, 3e-2, 1e-2});
+  render(big, fs::path(out) / "large");
 }
 
 }  // namespace
