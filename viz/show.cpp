@@ -692,6 +692,7 @@ void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
   img.paint(cr, H.box.x, H.box.y);
   // Rug ticks right of the map (rows) and under it (bins) wherever an element fails, so that a
   // single failing element is found at any scale without covering its neighbours.
+  bool any_bad = false;
   {
     std::vector<uint8_t> row_bad(static_cast<size_t>(rows), 0), bin_bad(static_cast<size_t>(bins), 0);
     for (int64_t row = 0; row < rows; ++row)
@@ -700,6 +701,7 @@ void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
         const uint8_t bad = !std::isfinite(v) ? 2 : v > 1.0f ? 1 : 0;
         row_bad[row] = std::max(row_bad[row], bad);
         bin_bad[bin] = std::max(bin_bad[bin], bad);
+        any_bad |= bad != 0;
       }
     for (int64_t row = 0; row < rows; ++row)
       if (row_bad[row]) {
@@ -807,8 +809,9 @@ void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
   double nx = lx + lw + 24;
   draw_swatch(cr, nx, ly + 11, kErrorFail, "> 1: fails", nx);
   draw_swatch(cr, nx, ly + 11, kErrorNonFinite, "not finite", nx);
-  text(cr, "ticks right of and under the map: the rows and columns that hold such elements",
-       lx + lw + 24, ly + 30, 10, kMuted);
+  if (any_bad)
+    text(cr, "ticks right of and under the map: the rows and columns that hold such elements",
+         lx + lw + 24, ly + 30, 10, kMuted);
   // Hatched key.
   cairo_save(cr);
   cairo_rectangle(cr, nx, ly + 1, 12, 12);
