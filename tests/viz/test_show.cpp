@@ -452,12 +452,14 @@ TEST_F(VizTest, UnwritableFileIsNamed) {
   }
 }
 
-// MLAV_VIZ_SAMPLES=<folder>: also write the sample pictures there, to look at.
-TEST_F(VizTest, Samples) {
-  const char* out = std::getenv("MLAV_VIZ_SAMPLES");
-  if (out == nullptr) GTEST_SKIP() << "set MLAV_VIZ_SAMPLES=<folder> to write the samples";
+// The sample pictures (what to look at when changing the drawing) render at their layout's size.
+// MLAV_VIZ_SAMPLES=<folder> keeps them there; otherwise they go to the scratch folder.
+TEST_F(VizTest, SamplesRender) {
+  const char* keep = std::getenv("MLAV_VIZ_SAMPLES");
+  const fs::path out = keep != nullptr ? fs::path(keep) : dir_;
   fs::create_directories(out);
-  render(eagle_picture(), fs::path(out) / "eagle16");
+  std::vector<std::pair<std::string, Picture>> samples;
+  samples.emplace_back("eagle16", eagle_picture());
 
   Picture padded;
   padded.title = "A padded batch: bs = 3 real requests, 1 CUDA-graph padding row";
@@ -470,7 +472,7 @@ TEST_F(VizTest, Samples) {
   padded.errors = errors_for(padded.requests, 8, 11);
   padded.errors.worst.push_back({2, 23, 5, 470, 3.2e-3, 4.0e-3});
   padded.caption = "Real rows are compared against the model; the padding row is hatched.";
-  render(padded, fs::path(out) / "padded");
+  samples.emplace_back("padded", padded);
 
   Picture dd;
   dd.title = "DDTree budget, D=128, P=700, 16 heads";
@@ -480,7 +482,7 @@ TEST_F(VizTest, Samples) {
   ratio_at(dd.errors, 57, 11, 200) = 1.7f;
   dd.errors.worst.push_back({0, 57, 11, 200, 1.7e-2, 1e-2});
   dd.caption = "Every 17th query from 40 sees (or misses) its left neighbour.";
-  render(dd, fs::path(out) / "ddtree128");
+  samples.emplace_back("ddtree128", dd);
 
   Picture big;
   big.title = "Large: DDTree D=1024, chain D=300, 16 heads (binned)";
@@ -492,7 +494,22 @@ TEST_F(VizTest, Samples) {
   big.errors = errors_for(big.requests, 16, 5);
   ratio_at(big.errors, 1100, 2, 7) = 3.f;
   big.errors.worst.push_back({1, 1100, 2, 7, 3e-2, 1e-2});
-  render(big, fs::path(out) / "large");
+  samples.emplace_back("large", big);
+
+  Picture bare;
+  bare.title = "Only a title";
+  samples.emplace_back("bare", bare);
+
+  for (const auto& [name, picture] : samples) {
+    const Layout lay = render(picture, out / name);
+    const Png png(out / (name + ".png"));
+    ASSERT_TRUE(png.ok()) << name;
+    EXPECT_EQ(png.width(), lay.width) << name;
+    EXPECT_EQ(png.height(), lay.height) << name;
+    EXPECT_LE(lay.width, 2500) << name;
+    EXPECT_LE(lay.height, 2500) << name;
+    EXPECT_TRUE(fs::exists(out / (name + ".svg"))) << name;
+  }
 }
 
 }  // namespace
