@@ -217,6 +217,7 @@ constexpr double kCaptionSize = 13, kCaptionLine = 18;
 constexpr double kBandWidth = 40, kRowGutter = 30, kTreeGap = 40, kColumnLabels = 16;
 constexpr double kPanelGapX = 56, kPanelGapY = 28;
 constexpr double kHeatGutter = 64;
+constexpr double kPanelsHeight = 3000;  // about how tall the request panels may grow
 
 void validate(const Picture& p) {
   for (size_t i = 0; i < p.requests.size(); ++i) {
@@ -363,15 +364,9 @@ Plan make_plan(cairo_t* cr, const Picture& p) {
     rl.cell = static_cast<int32_t>(std::clamp<int64_t>(512 / nb, 1, 20));
     plan_tree(p.requests[i], rl, rplans[i].tree, static_cast<double>(nb) * rl.cell);
   }
-  for (int pass = 0; pass < 2; ++pass)
-    for (size_t i = 0; i < p.requests.size(); ++i)
-      if ((rplans[i].tree.mismatches > 0) == (pass == 0) &&
-          order.size() < static_cast<size_t>(kMaxRequestsDrawn))
-        order.push_back(static_cast<int32_t>(i));
-  std::sort(order.begin(), order.end());
-
   double content_w = std::max(kMinContentWidth, H.drawn ? H.box.w + kHeatGutter + 24 : 0.0);
-  for (int32_t i : order) {
+  for (size_t ii = 0; ii < p.requests.size(); ++ii) {
+    const auto i = static_cast<int32_t>(ii);
     const RequestPicture& r = p.requests[i];
     RequestLayout& rl = rlayouts[i];
     RequestPlan& rp = rplans[i];
@@ -409,6 +404,24 @@ Plan make_plan(cairo_t* cr, const Picture& p) {
     content_w = std::max(content_w, w);
   }
   content_w = std::min(content_w, kMaxContentWidth);
+  // The drawn requests: those with mask mismatches first, then in order, at most
+  // kMaxRequestsDrawn and as many as fit about kPanelsHeight pixels of panels; drawn by index.
+  {
+    const double budget = content_w * kPanelsHeight;
+    double area = 0;
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t i = 0; i < p.requests.size(); ++i) {
+        if ((rplans[i].tree.mismatches > 0) != (pass == 0) ||
+            order.size() >= static_cast<size_t>(kMaxRequestsDrawn))
+          continue;
+        const Box& b = rlayouts[i].panel;
+        const double a = (b.w + kPanelGapX) * (b.h + kPanelGapY);
+        if (!order.empty() && area + a > budget) continue;
+        area += a;
+        order.push_back(static_cast<int32_t>(i));
+      }
+    std::sort(order.begin(), order.end());
+  }
 
   // Vertical flow: title, legend, panels (wrapped into rows), omitted list, heatmap, caption.
   double y = kMargin;
@@ -462,7 +475,8 @@ Plan make_plan(cairo_t* cr, const Picture& p) {
   }
   if (!order.empty()) y += row_h + kPanelGapY;
   if (order.size() < p.requests.size()) {
-    std::string s = "not drawn (at most " + std::to_string(kMaxRequestsDrawn) + "): requests";
+    std::string s = "not drawn (room for " + std::to_string(order.size()) + " of " +
+                    std::to_string(p.requests.size()) + " requests): requests";
     std::vector<uint8_t> drawn(p.requests.size(), 0);
     for (int32_t i : order) drawn[i] = 1;
     for (size_t i = 0; i < p.requests.size(); ++i)

@@ -110,7 +110,8 @@ struct Layout {
   HeatmapLayout heatmap;
 };
 
-// Requests beyond this are listed by index only (those with mask mismatches are drawn first).
+// At most this many requests are drawn, and only as many as fit about 3000 pixels of panels; the
+// rest are listed by index. Requests whose mask differs from the tree are drawn first.
 inline constexpr int32_t kMaxRequestsDrawn = 16;
 
 // The geometry render() will use. Throws std::invalid_argument naming the request or field when

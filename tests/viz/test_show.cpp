@@ -410,6 +410,15 @@ TEST_F(VizTest, ManyRequestsDrawTheMismatchingOnesFirst) {
   EXPECT_TRUE(has33);
   EXPECT_EQ(lay.requests[0].index, 0);
   EXPECT_LE(lay.height, 4000);
+  // Large panels: fewer fit, a mismatching one still comes first.
+  Picture big;
+  for (int i = 0; i < 12; ++i) big.requests.push_back(request(ddtree(512, i), 100, ""));
+  big.requests[11].visible[5 * 512 + 300] = 1;
+  const Layout lb = layout(big);
+  EXPECT_LT(lb.requests.size(), 12u);
+  EXPECT_GE(lb.requests.size(), 3u);
+  EXPECT_EQ(lb.requests.back().index, 11);
+  EXPECT_LE(lb.height, 4500);
 }
 
 TEST_F(VizTest, BadPicturesAreRejectedByName) {
