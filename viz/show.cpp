@@ -13,6 +13,7 @@
 #include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <numbers>
 #include <string_view>
 
 namespace mlaverify::viz {
@@ -39,6 +40,7 @@ namespace {
 
 // ---- small helpers ---------------------------------------------------------------------------
 
+constexpr double kPi = std::numbers::pi;
 constexpr double kMargin = 24;
 constexpr double kMinContentWidth = 900;
 constexpr double kMaxContentWidth = 2400;
@@ -134,6 +136,11 @@ class Raster {
  public:
   Raster(int w, int h)
       : surface_(cairo_image_surface_create(CAIRO_FORMAT_RGB24, std::max(w, 1), std::max(h, 1))) {
+    if (cairo_surface_status(surface_) != CAIRO_STATUS_SUCCESS) {
+      cairo_surface_destroy(surface_);
+      throw std::runtime_error("viz: cannot allocate a " + std::to_string(w) + " x " +
+                               std::to_string(h) + " raster");
+    }
     cairo_surface_flush(surface_);
     data_ = cairo_image_surface_get_data(surface_);
     stride_ = cairo_image_surface_get_stride(surface_);
@@ -197,14 +204,52 @@ struct LegendItem {
   double x = 0, y = 0;
 };
 
+// The heatmap's drawn cells: per (row, bin) the maximum over its tokens and columns (NaN wins);
+// a row with no real token shows its padded tokens, hatched.
+struct HeatBins {
+  int64_t rows = 0, bins = 0;
+  std::vector<float> value;      // [rows * bins]
+  std::vector<uint8_t> hatched;  // [rows]
+};
+
+HeatBins bin_errors(const ErrorPicture& e, const HeatmapLayout& H) {
+  HeatBins hb;
+  hb.rows = (e.tokens + H.token_bin - 1) / H.token_bin;
+  hb.bins = static_cast<int64_t>(e.heads) * H.bins_per_head;
+  std::vector<float> real(static_cast<size_t>(hb.rows * hb.bins), 0.f), pad(real);
+  std::vector<uint8_t> has_real(static_cast<size_t>(hb.rows), 0);
+  auto take = [](float& acc, float v) {
+    if (std::isnan(acc)) return;
+    if (std::isnan(v) || v > acc) acc = v;
+  };
+  for (int64_t t = 0; t < e.tokens; ++t) {
+    const int64_t row = t / H.token_bin;
+    const bool padded = !e.token_padded.empty() && e.token_padded[t] != 0;
+    if (!padded) has_real[row] = 1;
+    float* acc = (padded ? pad : real).data() + row * hb.bins;
+    const float* src = e.ratio.data() + t * e.heads * static_cast<int64_t>(e.columns);
+    for (int32_t h = 0; h < e.heads; ++h)
+      for (int32_t c = 0; c < e.columns; ++c)
+        take(acc[h * H.bins_per_head + c / H.column_bin], src[h * e.columns + c]);
+  }
+  hb.hatched.resize(static_cast<size_t>(hb.rows));
+  for (int64_t row = 0; row < hb.rows; ++row) {
+    hb.hatched[row] = !has_real[row];
+    if (!has_real[row])
+      std::copy_n(pad.begin() + row * hb.bins, hb.bins, real.begin() + row * hb.bins);
+  }
+  hb.value = std::move(real);
+  return hb;
+}
+
 struct Plan {
   Layout layout;
+  HeatBins heat;  // filled by render() only
   std::vector<LegendItem> legend;
   std::vector<std::string> title_lines, caption_lines, omitted_lines;
   double title_y = 0, omitted_y = 0, caption_y = 0;
   std::vector<RequestPlan> requests;  // parallel to layout.requests
   // heatmap
-  int32_t head_stride = 0;  // pixels from one head's first bin to the next's (bins + 1 gap)
   double heat_heading_y = 0, heat_legend_y = 0, worst_list_y = 0;
   std::string heat_heading;
   std::vector<std::string> worst_lines;
@@ -346,8 +391,8 @@ Plan make_plan(cairo_t* cr, const Picture& p) {
     H.token_bin = static_cast<int32_t>((e.tokens + 479) / 480);
     const int64_t rows = (e.tokens + H.token_bin - 1) / H.token_bin;
     H.row_height = static_cast<int32_t>(std::clamp<int64_t>(480 / rows, 1, 12));
-    plan.head_stride = H.bins_per_head * H.bin_width + (e.heads > 1 ? 1 : 0);
-    H.box.w = static_cast<double>(plan.head_stride) * e.heads - (e.heads > 1 ? 1 : 0);
+    H.head_stride = H.bins_per_head * H.bin_width + (e.heads > 1 ? 1 : 0);
+    H.box.w = static_cast<double>(H.head_stride) * e.heads - (e.heads > 1 ? 1 : 0);
     H.box.h = static_cast<double>(rows) * H.row_height;
   }
 
@@ -503,7 +548,7 @@ Plan make_plan(cairo_t* cr, const Picture& p) {
     const size_t listed = std::min<size_t>(e.worst.size(), 10);
     for (size_t k = 0; k < e.worst.size(); ++k) {
       const WorstCell& w = e.worst[k];
-      H.worst_x.push_back(H.box.x + static_cast<double>(w.head) * plan.head_stride +
+      H.worst_x.push_back(H.box.x + static_cast<double>(w.head) * H.head_stride +
                           (w.column / H.column_bin + 0.5) * H.bin_width);
       H.worst_y.push_back(H.box.y + (static_cast<double>(w.token / H.token_bin) + 0.5) *
                                         H.row_height);
@@ -562,7 +607,7 @@ void draw_tree(cairo_t* cr, const RequestPicture& r, const RequestLayout& rl,
   const Rgb fill = r.padded ? kPadFill : kNodeFill;
   const Rgb stroke = r.padded ? kPadStroke : kNodeStroke;
   for (int32_t t = 0; t < d; ++t) {
-    cairo_arc(cr, rl.node_x[t], rl.node_y[t], rad, 0, 2 * M_PI);
+    cairo_arc(cr, rl.node_x[t], rl.node_y[t], rad, 0, 2 * kPi);
     set_colour(cr, fill);
     cairo_fill_preserve(cr);
     set_colour(cr, tp.row_wrong[t] ? kMaskExtra : stroke);
@@ -623,7 +668,7 @@ void draw_mask(cairo_t* cr, const RequestPicture& r, const RequestLayout& rl,
         ++rings;
         cairo_new_sub_path(cr);
         cairo_arc(cr, rl.mask.x + (j / k + 0.5) * c, rl.mask.y + (t / k + 0.5) * c, c / 2.0 + 4, 0,
-                  2 * M_PI);
+                  2 * kPi);
       }
     set_colour(cr, kMaskExtra);
     cairo_stroke(cr);
@@ -649,7 +694,7 @@ void draw_mask(cairo_t* cr, const RequestPicture& r, const RequestLayout& rl,
     const std::string s = "P = " + std::to_string(r.prefix_len);
     const double size = std::min(12.0, b.h / std::max<double>(s.size(), 1) * 1.2);
     cairo_translate(cr, b.x + b.w / 2 + size * 0.36, b.y + b.h / 2);
-    cairo_rotate(cr, -M_PI / 2);
+    cairo_rotate(cr, -kPi / 2);
     text(cr, s, 0, 0, size, r.prefix_len > 0 ? Rgb{20, 40, 80} : kMuted, Align::Centre, true);
     cairo_restore(cr);
   }
@@ -669,33 +714,16 @@ void draw_mask(cairo_t* cr, const RequestPicture& r, const RequestLayout& rl,
 void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
   const ErrorPicture& e = p.errors;
   const HeatmapLayout& H = plan.layout.heatmap;
-  const int64_t rows = (e.tokens + H.token_bin - 1) / H.token_bin;
-  const int64_t bins = static_cast<int64_t>(e.heads) * H.bins_per_head;
-  // Max per (row, bin) over real tokens, and over padded ones for rows with no real token.
-  std::vector<float> real(static_cast<size_t>(rows * bins), -1.f), pad(real);
-  std::vector<uint8_t> has_real(static_cast<size_t>(rows), 0);
-  auto take = [](float& acc, float v) {
-    if (std::isnan(acc)) return;
-    if (std::isnan(v) || v > acc) acc = v;
-  };
-  for (int64_t t = 0; t < e.tokens; ++t) {
-    const int64_t row = t / H.token_bin;
-    const bool padded = !e.token_padded.empty() && e.token_padded[t] != 0;
-    if (!padded) has_real[row] = 1;
-    std::vector<float>& acc = padded ? pad : real;
-    const float* src = e.ratio.data() + t * e.heads * static_cast<int64_t>(e.columns);
-    for (int32_t h = 0; h < e.heads; ++h)
-      for (int32_t c = 0; c < e.columns; ++c)
-        take(acc[row * bins + h * H.bins_per_head + c / H.column_bin], src[h * e.columns + c]);
-  }
+  const HeatBins& hb = plan.heat;
+  const int64_t rows = hb.rows, bins = hb.bins;
   Raster img(static_cast<int>(H.box.w), static_cast<int>(H.box.h));
   for (int64_t row = 0; row < rows; ++row) {
-    const bool hatched = !has_real[row];
+    const bool hatched = hb.hatched[row] != 0;
     for (int64_t bin = 0; bin < bins; ++bin) {
-      const float v = (hatched ? pad : real)[row * bins + bin];
+      const float v = hb.value[row * bins + bin];
       Rgb col = ratio_colour(v);
       if (hatched) col = mix(col, kBackground, 0.6);
-      const int x0 = static_cast<int>((bin / H.bins_per_head) * plan.head_stride +
+      const int x0 = static_cast<int>((bin / H.bins_per_head) * H.head_stride +
                                       (bin % H.bins_per_head) * H.bin_width);
       const int y0 = static_cast<int>(row * H.row_height);
       for (int yy = y0; yy < y0 + H.row_height; ++yy)
@@ -711,7 +739,7 @@ void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
     std::vector<uint8_t> row_bad(static_cast<size_t>(rows), 0), bin_bad(static_cast<size_t>(bins), 0);
     for (int64_t row = 0; row < rows; ++row)
       for (int64_t bin = 0; bin < bins; ++bin) {
-        const float v = (has_real[row] ? real : pad)[row * bins + bin];
+        const float v = hb.value[row * bins + bin];
         const uint8_t bad = !std::isfinite(v) ? 2 : v > 1.0f ? 1 : 0;
         row_bad[row] = std::max(row_bad[row], bad);
         bin_bad[bin] = std::max(bin_bad[bin], bad);
@@ -728,7 +756,7 @@ void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
       if (bin_bad[bin]) {
         set_colour(cr, bin_bad[bin] == 2 ? kErrorNonFinite : kErrorFail);
         cairo_rectangle(cr,
-                        H.box.x + (bin / H.bins_per_head) * plan.head_stride +
+                        H.box.x + (bin / H.bins_per_head) * H.head_stride +
                             (bin % H.bins_per_head) * H.bin_width,
                         H.box.y + H.box.h + 3, std::max(H.bin_width, 2), 8);
         cairo_fill(cr);
@@ -741,7 +769,7 @@ void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
 
   text(cr, plan.heat_heading, kMargin, plan.heat_heading_y, kLabelSize, kInk, Align::Left, true);
   // Head labels.
-  const double head_w = plan.head_stride;
+  const double head_w = H.head_stride;
   int every = 1;
   while (every * head_w < text_width(cr, prefixed("h", e.heads - 1), 9) + 6) every *= 2;
   for (int32_t h = 0; h < e.heads; h += every)
@@ -784,7 +812,7 @@ void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
   const double ring = std::max(7.0, 0.7 * std::max(H.bin_width, H.row_height) + 4);
   for (size_t k = 0; k < H.worst_x.size(); ++k) {
     const double x = H.worst_x[k], y = H.worst_y[k];
-    cairo_arc(cr, x, y, ring, 0, 2 * M_PI);
+    cairo_arc(cr, x, y, ring, 0, 2 * kPi);
     set_colour(cr, kBackground);
     cairo_set_line_width(cr, 4);
     cairo_stroke_preserve(cr);
@@ -843,7 +871,7 @@ void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
   text(cr, "padding rows", nx + 17, ly + 11, 11, kInk);
   if (!H.worst_x.empty()) {
     nx += 17 + text_width(cr, "padding rows", 11) + 18;
-    cairo_arc(cr, nx + 6, ly + 5, 6, 0, 2 * M_PI);
+    cairo_arc(cr, nx + 6, ly + 5, 6, 0, 2 * kPi);
     set_colour(cr, Rgb{0, 0, 0});
     cairo_set_line_width(cr, 1.8);
     cairo_stroke(cr);
@@ -866,7 +894,7 @@ void draw(cairo_t* cr, const Picture& p, const Plan& plan) {
       case LegendItem::Text: text(cr, item.label, item.x, item.y, 11, item.colour); break;
       case LegendItem::Swatch: draw_swatch(cr, item.x, item.y, item.colour, item.label, next); break;
       case LegendItem::Ring:
-        cairo_arc(cr, item.x + 6, item.y - 4, 5.5, 0, 2 * M_PI);
+        cairo_arc(cr, item.x + 6, item.y - 4, 5.5, 0, 2 * kPi);
         set_colour(cr, item.colour);
         cairo_set_line_width(cr, 2);
         cairo_stroke(cr);
@@ -954,7 +982,8 @@ void add_svg_text(const std::filesystem::path& file, const Picture& p) {
 Layout layout(const Picture& picture) { return plan_with_metrics(picture).layout; }
 
 Layout render(const Picture& picture, const std::filesystem::path& stem) {
-  const Plan plan = plan_with_metrics(picture);
+  Plan plan = plan_with_metrics(picture);
+  if (plan.layout.heatmap.drawn) plan.heat = bin_errors(picture.errors, plan.layout.heatmap);
   const Layout& L = plan.layout;
   std::filesystem::path svg = stem, png = stem;
   svg += ".svg";

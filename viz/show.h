@@ -95,10 +95,13 @@ struct RequestLayout {
 
 struct HeatmapLayout {
   bool drawn = false;
-  Box box;                   // token (rows, top to bottom) x (head, column) (left to right)
+  Box box;  // token (rows, top to bottom) x (head, column) (left to right): element (t, h, c) is
+            // drawn at (box.x + h * head_stride + (c / column_bin) * bin_width,
+            //           box.y + (t / token_bin) * row_height), bin_width x row_height pixels
   int32_t column_bin = 1;    // columns per drawn bin (the bin shows their maximum)
-  int32_t bins_per_head = 0; // ceil(columns / column_bin); head h's bins start at h * bins_per_head
+  int32_t bins_per_head = 0; // ceil(columns / column_bin)
   int32_t bin_width = 1;     // pixels per bin
+  int32_t head_stride = 0;   // pixels from one head to the next (its bins and a 1-pixel gap)
   int32_t token_bin = 1;     // tokens per drawn row (their maximum)
   int32_t row_height = 1;    // pixels per drawn row
   std::vector<double> worst_x, worst_y;  // [worst.size()] circle centres

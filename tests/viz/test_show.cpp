@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <numbers>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -173,8 +174,8 @@ TEST_F(VizTest, TreeNodesAndEdgesAreDrawn) {
   for (int32_t t : {5, 12}) {
     int red = 0;
     for (int a = 0; a < 32; ++a) {
-      const double x = rl.node_x[t] + rl.node_radius * std::cos(a * M_PI / 16);
-      const double y = rl.node_y[t] + rl.node_radius * std::sin(a * M_PI / 16);
+      const double x = rl.node_x[t] + rl.node_radius * std::cos(a * std::numbers::pi / 16);
+      const double y = rl.node_y[t] + rl.node_radius * std::sin(a * std::numbers::pi / 16);
       const Rgb c = png.at(x, y);
       red += c.r > 180 && c.g < 110 && c.b < 110;
     }
@@ -223,6 +224,7 @@ TEST_F(VizTest, FailingCellGetsTheFailureColourAtItsPosition) {
   EXPECT_EQ(h.bins_per_head, 64);
   EXPECT_EQ(h.token_bin, 1);
   EXPECT_GE(h.row_height, 4);
+  EXPECT_EQ(h.head_stride, 64 * h.bin_width + 1);
   // The failing element, and only its bin, is the failure colour.
   auto [fx, fy] = heat_centre(h, 8, 5, 3, 100);
   EXPECT_RGB(png.at(fx, fy), kErrorFail);
@@ -250,7 +252,7 @@ TEST_F(VizTest, FailingCellGetsTheFailureColourAtItsPosition) {
   int ring = 0;
   for (int a = 0; a < 36; ++a) {
     const double rr = std::max(7.0, 0.7 * std::max(h.bin_width, h.row_height) + 4);
-    const Rgb c = png.at(fx + rr * std::cos(a * M_PI / 18), fy + rr * std::sin(a * M_PI / 18));
+    const Rgb c = png.at(fx + rr * std::cos(a * std::numbers::pi / 18), fy + rr * std::sin(a * std::numbers::pi / 18));
     ring += c.r < 90 && c.g < 90 && c.b < 90;
   }
   EXPECT_GT(ring, 24);
