@@ -20,7 +20,14 @@ namespace mlaverify::viz {
 
 Rgb ratio_colour(double ratio) {
   if (!std::isfinite(ratio)) return kErrorNonFinite;
-  if (ratio > 1.0) return kErrorFail;
+  if (ratio > 1.0) {
+    const double f = std::min(std::log10(ratio) / 3.0, 1.0);
+    auto m = [f](uint8_t a, uint8_t b) {
+      return static_cast<uint8_t>(std::lround(a + (static_cast<double>(b) - a) * f));
+    };
+    return {m(kErrorFail.r, kErrorFailDeep.r), m(kErrorFail.g, kErrorFailDeep.g),
+            m(kErrorFail.b, kErrorFailDeep.b)};
+  }
   // ColorBrewer YlGnBu, 9 classes, interpolated linearly.
   static constexpr Rgb kStops[] = {{255, 255, 217}, {237, 248, 177}, {199, 233, 180},
                                    {127, 205, 187}, {65, 182, 196},  {29, 145, 192},
@@ -544,7 +551,7 @@ Plan make_plan(cairo_t* cr, const Picture& p) {
     H.box.y = y;
     y += H.box.h + 18;
     plan.heat_legend_y = y;
-    y += 44;
+    y += 50;
     const size_t listed = std::min<size_t>(e.worst.size(), 10);
     for (size_t k = 0; k < e.worst.size(); ++k) {
       const WorstCell& w = e.worst[k];
@@ -849,11 +856,24 @@ void draw_heatmap(cairo_t* cr, const Picture& p, const Plan& plan) {
   }
   text(cr, "|o - ref| / bound", lx + lw / 2, ly + 40, 10, kMuted, Align::Centre);
   double nx = lx + lw + 24;
-  draw_swatch(cr, nx, ly + 11, kErrorFail, "> 1: fails", nx);
+  // The failing ramp: 1 to 1000 on a log scale.
+  for (int i = 0; i < 60; ++i) {
+    set_colour(cr, ratio_colour(std::pow(10.0, 3.0 * (i + 0.5) / 60) * 1.000001));
+    cairo_rectangle(cr, nx + i, ly, 1.02, 12);
+    cairo_fill(cr);
+  }
+  set_colour(cr, kEdge);
+  cairo_set_line_width(cr, 0.8);
+  cairo_rectangle(cr, nx, ly, 60, 12);
+  cairo_stroke(cr);
+  text(cr, ">1", nx, ly + 27, 10, kInk, Align::Centre);
+  text(cr, "1000+", nx + 60, ly + 27, 10, kInk, Align::Centre);
+  text(cr, "fails", nx + 66, ly + 11, 11, kInk);
+  nx += 66 + text_width(cr, "fails", 11) + 18;
   draw_swatch(cr, nx, ly + 11, kErrorNonFinite, "not finite", nx);
   if (any_bad)
     text(cr, "ticks right of and under the map: the rows and columns that hold such elements",
-         lx + lw + 24, ly + 30, 10, kMuted);
+         lx + lw + 24, ly + 42, 10, kMuted);
   // Hatched key.
   cairo_save(cr);
   cairo_rectangle(cr, nx, ly + 1, 12, 12);

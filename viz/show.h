@@ -67,10 +67,12 @@ inline constexpr Rgb kMaskPrefix{150, 180, 220};     // the prefix band (all vis
 inline constexpr Rgb kMaskExtra{228, 26, 28};        // kernel sees it, the tree says hidden
 inline constexpr Rgb kMaskMissing{255, 153, 0};      // kernel hides it, the tree says visible
 inline constexpr Rgb kPaddedVisible{150, 150, 150};  // padding requests: visible cells
-inline constexpr Rgb kErrorFail{228, 26, 28};        // ratio > 1
+inline constexpr Rgb kErrorFail{228, 26, 28};        // ratio just above 1
+inline constexpr Rgb kErrorFailDeep{120, 0, 10};     // ratio >= 1000
 inline constexpr Rgb kErrorNonFinite{200, 0, 200};   // ratio NaN or infinite
-// The ratio colour for 0 <= ratio <= 1 (light yellow through teal to navy), kErrorFail above 1,
-// kErrorNonFinite for NaN and infinities; negative ratios are drawn as 0.
+// The ratio colour: for 0 <= ratio <= 1 light yellow through teal to navy; above 1 (failing) red,
+// from kErrorFail darkening to kErrorFailDeep at 1000 on a log scale; kErrorNonFinite for NaN and
+// infinities. Negative ratios are drawn as 0.
 Rgb ratio_colour(double ratio);
 
 // --- Geometry of a rendered picture (pixels, origin top left; the SVG uses the same units) ------

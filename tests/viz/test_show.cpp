@@ -227,16 +227,21 @@ TEST_F(VizTest, FailingCellGetsTheFailureColourAtItsPosition) {
   EXPECT_EQ(h.head_stride, 64 * h.bin_width + 1);
   // The failing element, and only its bin, is the failure colour.
   auto [fx, fy] = heat_centre(h, 8, 5, 3, 100);
-  EXPECT_RGB(png.at(fx, fy), kErrorFail);
+  EXPECT_RGB(png.at(fx, fy), ratio_colour(2.5));
+  const Rgb fail = png.at(fx, fy);
+  EXPECT_TRUE(fail.r > 180 && fail.g < 60 && fail.b < 60) << show(fail) << " is not a failure red";
   for (auto [t, hd, c] : {std::tuple{4, 3, 100}, {6, 3, 100}, {5, 2, 100}, {5, 4, 100}, {5, 3, 92},
                           {5, 3, 108}}) {
     auto [x, y] = heat_centre(h, 8, t, hd, c);
-    EXPECT_NE(show(png.at(x, y)), show(kErrorFail)) << t << " " << hd << " " << c;
+    const Rgb got = png.at(x, y);
+    EXPECT_FALSE(got.r > 100 && got.g < 60 && got.b < 60) << t << " " << hd << " " << c << ": "
+                                                          << show(got);
   }
   // Exactly at the bound passes: the top of the scale, not the failure colour.
   auto [bx, by] = heat_centre(h, 8, 9, 6, 300);
   EXPECT_RGB(png.at(bx, by), ratio_colour(1.0));
   EXPECT_NE(show(ratio_colour(1.0)), show(kErrorFail));
+  EXPECT_GT(ratio_colour(1.0).b, 60);
   // NaN: its own colour.
   auto [nx, ny] = heat_centre(h, 8, 2, 1, 40);
   EXPECT_RGB(png.at(nx, ny), kErrorNonFinite);
@@ -265,20 +270,31 @@ TEST(VizColours, ScaleRunsLightToDarkAndFailuresStandApart) {
     const Rgb c = ratio_colour(i / 20.0);
     EXPECT_LT(lum(c), last) << i;
     last = lum(c);
-    EXPECT_FALSE(c == kErrorFail);
+    EXPECT_FALSE(c.r > 100 && c.g < 60 && c.b < 60) << i << ": " << show(c);
     EXPECT_FALSE(c == kErrorNonFinite);
   }
   EXPECT_GT(lum(ratio_colour(0)), 240);  // a passing case is mostly light
   EXPECT_TRUE(ratio_colour(-0.5) == ratio_colour(0));
   EXPECT_TRUE(ratio_colour(1.0001) == kErrorFail);
-  EXPECT_TRUE(ratio_colour(1e30) == kErrorFail);
+  EXPECT_TRUE(ratio_colour(1000) == kErrorFailDeep);
+  EXPECT_TRUE(ratio_colour(1e30) == kErrorFailDeep);
+  // Above 1 the red darkens with the ratio (log scale), staying red.
+  double last_fail = 1e9;
+  for (double r : {1.01, 2.0, 10.0, 100.0, 999.0}) {
+    const Rgb c = ratio_colour(r);
+    EXPECT_TRUE(c.r >= 120 && c.g < 30 && c.b < 30) << r << ": " << show(c);
+    EXPECT_LT(lum(c), last_fail) << r;
+    last_fail = lum(c);
+  }
   EXPECT_TRUE(ratio_colour(std::numeric_limits<double>::infinity()) == kErrorNonFinite);
   EXPECT_TRUE(ratio_colour(std::nan("")) == kErrorNonFinite);
   // The failure colour is far from every colour of the scale.
   for (int i = 0; i <= 100; ++i) {
     const Rgb c = ratio_colour(i / 100.0);
-    const double d = std::hypot(c.r - kErrorFail.r, c.g - kErrorFail.g, c.b - kErrorFail.b);
-    EXPECT_GT(d, 150) << i;
+    for (double r : {1.01, 10.0, 1000.0}) {
+      const Rgb f = ratio_colour(r);
+      EXPECT_GT(std::hypot(c.r - f.r, c.g - f.g, c.b - f.b), 100) << i << " vs " << r;
+    }
   }
 }
 
@@ -506,6 +522,33 @@ TEST_F(VizTest, SamplesRender) {
   ratio_at(big.errors, 1100, 2, 7) = 3.f;
   big.errors.worst.push_back({1, 1100, 2, 7, 3e-2, 1e-2});
   samples.emplace_back("large", big);
+
+  // What a mask_indptr off by one looks like: requests 1 and 2 read their mask a row late.
+  Picture shifted;
+  shifted.title = "mask_indptr sliced one request late: requests 1 and 2 read shifted rows";
+  shifted.requests.push_back(request(tree_from_fanout({3, 2, 1}, 8), 130, ""));
+  shifted.requests.push_back(request(eagle16(), 64, ""));
+  shifted.requests.push_back(request(tree_from_fanout({2, 2, 2}, 10), 1, ""));
+  for (size_t i = 1; i < 3; ++i) {
+    RequestPicture& r = shifted.requests[i];
+    const size_t d = r.parents.size();
+    for (size_t k = 0; k < d * d; ++k) r.visible[k] = r.expected[(k + d) % (d * d)];
+  }
+  shifted.errors = errors_for(shifted.requests, 8, 21);
+  {
+    Rng rng(4);
+    ErrorPicture& e = shifted.errors;
+    for (int64_t t = e.request_begin[1]; t < e.tokens; ++t)
+      for (int32_t h = 0; h < e.heads; ++h)
+        for (int32_t c = 0; c < e.columns; ++c)
+          ratio_at(e, t, h, c) = static_cast<float>(0.3 + 40 * std::pow(rng.uniform(), 3));
+    e.worst.push_back({1, 20, 6, 77, 0.41, 0.0104});
+    e.worst.push_back({2, 31, 0, 500, 0.37, 0.0101});
+    for (const WorstCell& w : e.worst) ratio_at(e, w.token, w.head, w.column) = 45.f;
+  }
+  shifted.caption = "Every row of requests 1 and 2 sees the previous row's columns; their outputs "
+                    "fail everywhere, request 0 stays within bounds.";
+  samples.emplace_back("indptr_shift", shifted);
 
   Picture bare;
   bare.title = "Only a title";
