@@ -988,8 +988,10 @@ void add_svg_text(const std::filesystem::path& file, const Picture& p) {
   const size_t open = svg.find("<svg");
   const size_t end = open == std::string::npos ? open : svg.find('>', open);
   if (end == std::string::npos) cannot_write(file, "cairo wrote no <svg> element");
+  // The cell grids are embedded rasters: keep their pixels sharp when the SVG is zoomed.
   const std::string meta = "\n<title>" + xml_escape(p.title) + "</title>\n<desc>" +
-                           xml_escape(p.caption) + "</desc>";
+                           xml_escape(p.caption) +
+                           "</desc>\n<style>image { image-rendering: pixelated; }</style>";
   svg.insert(end + 1, meta);
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   out << svg;
@@ -1012,6 +1014,7 @@ Layout render(const Picture& picture, const std::filesystem::path& stem) {
     SurfacePtr s(cairo_svg_surface_create(svg.c_str(), L.width, L.height));
     if (cairo_surface_status(s.get()) != CAIRO_STATUS_SUCCESS)
       cannot_write(svg, cairo_status_to_string(cairo_surface_status(s.get())));
+    cairo_svg_surface_set_document_unit(s.get(), CAIRO_SVG_UNIT_PX);  // the PNG's pixels
     {
       ContextPtr cr(cairo_create(s.get()));
       draw(cr.get(), picture, plan);

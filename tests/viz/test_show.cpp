@@ -353,7 +353,7 @@ bool tags_balance(const std::string& s, std::string& why) {
 
 TEST_F(VizTest, SvgIsXmlWithTheTitle) {
   const Picture p = eagle_picture();
-  render(p, dir_ / "doc");
+  const Layout lay = render(p, dir_ / "doc");
   const std::string svg = slurp(dir_ / "doc.svg");
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
   EXPECT_NE(svg.find("<svg"), std::string::npos);
@@ -361,6 +361,7 @@ TEST_F(VizTest, SvgIsXmlWithTheTitle) {
             std::string::npos);
   EXPECT_NE(svg.find("<desc>Synthetic: mask cell (5, 9) leaks"), std::string::npos);
   EXPECT_NE(svg.find("<image"), std::string::npos);  // the rasterised grids
+  EXPECT_NE(svg.find("width=\"" + std::to_string(lay.width) + "px\""), std::string::npos);
   std::string why;
   EXPECT_TRUE(tags_balance(svg, why)) << why;
   const auto last = svg.find_last_not_of(" \n\r\t");
