@@ -9,6 +9,7 @@
 #include "cli/backends.h"
 #include "cli/commands.h"
 #include "cli/dump_commands.h"
+#include "cli/show.h"
 #include "mlaverify/error.h"
 
 int main(int argc, char** argv) {
@@ -51,6 +52,15 @@ int main(int argc, char** argv) {
   diagnose->add_option("--max-memory", dopt.max_memory, "Bytes a dump may hold in memory");
   diagnose->add_option("--max-seconds", dopt.max_seconds, "Refuse dumps whose model pass is longer");
 
+  cli::ShowOptions sh;
+  CLI::App* show = app.add_subcommand(
+      "show", "Draw a scenario or dump: trees, the mask as read, the error heatmap (SVG + PNG)");
+  show->add_option("file", sh.input, "A scenario (.json) or a server dump (.safetensors)")
+      ->required();
+  show->add_option("--out", sh.out, "Output stem: writes <stem>.svg and <stem>.png");
+  show->add_option("--backend", sh.backend, "Scenario: the backend whose error is drawn (cpu)");
+  show->add_flag("--json", sh.json, "Machine-readable output");
+
   CLI::App* backends = app.add_subcommand("backends", "List the backends this build can run");
 
   CLI11_PARSE(app, argc, argv);
@@ -69,6 +79,7 @@ int main(int argc, char** argv) {
       }
       return cli::replay(rp, std::cout);
     }
+    if (*show) return cli::show(sh, std::cout);
     if (*diagnose) {
       int rc = 0;
       for (const auto& path : dumps) rc = std::max(rc, cli::diagnose_dump(path, dopt, std::cout));
