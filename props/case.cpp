@@ -55,6 +55,38 @@ model::VerifyBatch build_batch(const Case& c) {
   return b;
 }
 
+CaseCost estimate_cost(const Case& c) {
+  CaseCost cost;
+  const int64_t page = std::max<int32_t>(c.page_size, 1);
+  const int64_t kv_bytes = c.kv_dtype == DType::BF16 ? 2 : 4;
+  const int64_t H = c.num_heads;
+  int64_t pages = 0, max_context = 1, T = 0, mask = 0, max_rows = 0;
+  double flops = 0;
+  auto add_request = [&](int64_t P, int64_t D) {
+    pages += (P + D + page - 1) / page;
+    max_context = std::max(max_context, P + D);
+    T += D;
+    mask += D * (P + D);
+    max_rows = std::max(max_rows, D * H);
+    flops += 2.0 * static_cast<double>(D * H) * static_cast<double>(P + D) *
+             (kRowDim + kLatentDim);
+  };
+  for (const auto& r : c.requests) {
+    add_request(r.prefix_len, static_cast<int64_t>(r.parents.size()));
+  }
+  const int64_t real_bs = static_cast<int64_t>(c.requests.size());
+  for (int64_t i = real_bs; i < c.graph_padded_bs; ++i) add_request(1, c.max_draft());
+  const int64_t slots = (pages + std::max<int64_t>(4, pages / 8) + 1) * page;
+  cost.bytes = slots * std::max<int64_t>(c.row_stride, kRowDim) * kv_bytes  // the pool
+               + (real_bs + 1) * max_context * 4                            // req_to_token
+               + T * H * kRowDim * 2 + T * kRowDim * kv_bytes                // q, k_extend
+               + mask                                                       // FULL_MASK bytes
+               + T * H * (kLatentDim * (2 + 8) + 4 + 8)  // o, lse and the model's double o, lse
+               + max_rows * (kRowDim + 256) * 8 * 2;     // the model's per-request matrices
+  cost.flops = 2 * flops;  // the model and one backend
+  return cost;
+}
+
 RunOutput run_backend(Backend& backend, model::VerifyBatch& batch) {
   batch.poison_outputs();
   VerifyParams p = batch.params();

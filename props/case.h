@@ -35,6 +35,16 @@ struct RunOutput {
   float lse_at(int64_t t, int32_t h) const { return lse[static_cast<size_t>(t) * heads + h]; }
 };
 
+// What building and replaying a case costs, before anything is allocated: the bytes its
+// buffers hold (pool, req_to_token, q, k_extend, mask, outputs, the model's double results) and
+// the FLOPs of one model pass plus one backend pass. A bound, not a measurement: the pool is
+// counted with its spare pages (model/batch.cpp: max(4, used / 8)).
+struct CaseCost {
+  int64_t bytes = 0;
+  double flops = 0;
+};
+CaseCost estimate_cost(const Case& c);
+
 // Poisons the outputs, runs `backend` on batch.params(), and copies the outputs out.
 RunOutput run_backend(Backend& backend, model::VerifyBatch& batch);
 
