@@ -77,12 +77,14 @@ CaseCost estimate_cost(const Case& c) {
   const int64_t real_bs = static_cast<int64_t>(c.requests.size());
   for (int64_t i = real_bs; i < c.graph_padded_bs; ++i) add_request(1, c.max_draft());
   const int64_t slots = (pages + std::max<int64_t>(4, pages / 8) + 1) * page;
-  cost.bytes = slots * std::max<int64_t>(c.row_stride, kRowDim) * kv_bytes  // the pool
-               + (real_bs + 1) * max_context * 4                            // req_to_token
-               + T * H * kRowDim * 2 + T * kRowDim * kv_bytes                // q, k_extend
-               + mask                                                       // FULL_MASK bytes
-               + T * H * (kLatentDim * (2 + 8) + 4 + 8)  // o, lse and the model's double o, lse
-               + max_rows * (kRowDim + 256) * 8 * 2;     // the model's per-request matrices
+  cost.batch_bytes = slots * std::max<int64_t>(c.row_stride, kRowDim) * kv_bytes  // the pool
+                     + (real_bs + 1) * max_context * 4                  // req_to_token
+                     + T * H * kRowDim * 2 + T * kRowDim * kv_bytes      // q, k_extend
+                     + mask                                             // FULL_MASK bytes
+                     + T * H * (kLatentDim * 2 + 4);                    // o, lse
+  cost.model_bytes = T * H * (kLatentDim + 1) * 8              // the model's double o, lse
+                     + max_rows * (kRowDim + 256) * 8 * 2;     // its per-request matrices
+  cost.bytes = cost.batch_bytes + cost.model_bytes;
   cost.flops = 2 * flops;  // the model and one backend
   return cost;
 }

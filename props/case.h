@@ -40,7 +40,9 @@ struct RunOutput {
 // the FLOPs of one model pass plus one backend pass. A bound, not a measurement: the pool is
 // counted with its spare pages (model/batch.cpp: max(4, used / 8)).
 struct CaseCost {
-  int64_t bytes = 0;
+  int64_t batch_bytes = 0;  // the VerifyBatch's buffers (pool with spare pages, metadata, outputs)
+  int64_t model_bytes = 0;  // the model's double results and per-request matrices
+  int64_t bytes = 0;        // both
   double flops = 0;
 };
 CaseCost estimate_cost(const Case& c);
