@@ -1,58 +1,179 @@
 // The mlaverify command line. CLI11 lives in this translation unit only (slow to compile); each
-// command is a plain function in commands.h.
+// command is a plain function in commands.h, registered below as one row of the subcommand table.
 #include <CLI/CLI.hpp>
 
 #include <exception>
+#include <functional>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/backends.h"
 #include "cli/commands.h"
+#include "cli/json_io.h"
+#include "cli/progress.h"
 #include "mlaverify/error.h"
 
+namespace {
+
+using namespace mlaverify;
+
+constexpr const char* kExitCodes =
+    "Exit codes (every command):\n"
+    "  0  pass: everything asked for was checked, and it held\n"
+    "  1  mismatch, or nothing verified: a property failed, a scenario no longer fails on the\n"
+    "     mutant that found it, or the backend skipped every case of a property (or a scenario)\n"
+    "  2  bad input: usage error, unknown backend/property/mutant, a file that is unreadable or\n"
+    "     malformed, a folder without scenario files, shard reports that are not one campaign\n"
+    "With --json, stdout holds one JSON document (also on errors) and the summary goes to stderr.";
+
+// One row of the table: the subcommand, whether it was asked for --json, and what it runs
+// (writing the human summary to the stream it is given).
+struct Command {
+  CLI::App* app = nullptr;
+  bool json = false;
+  std::function<int(std::ostream& human, bool json)> run;
+};
+
+// Runs a command with the exit-code contract: InvalidInput is 2 (bad input), any other error 1.
+int run_guarded(Command& c) {
+  std::ostream& human = c.json ? std::cerr : std::cout;
+  const std::string name = c.app->get_name();
+  try {
+    return c.run(human, c.json);
+  } catch (const InvalidInput& e) {
+    std::cerr << "mlaverify " << name << ": bad input: " << e.what() << "\n";
+    if (c.json) {
+      cli::write_error_json(name, cli::kExitBadInput, e.field(), e.index(), e.what(), std::cout);
+    }
+    return cli::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "mlaverify " << name << ": error: " << e.what() << "\n";
+    if (c.json) cli::write_error_json(name, cli::kExitFail, "", -1, e.what(), std::cout);
+    return cli::kExitFail;
+  }
+}
+
+void write_json_if(bool json, auto&&... args) {
+  if (json) cli::write_json(args..., std::cout);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  using namespace mlaverify;
   CLI::App app{"mlaverify: verification toolkit for MLA tree-verify attention kernels"};
   app.require_subcommand(1);
+  app.footer(kExitCodes);
+  app.set_version_flag("--version", "mlaverify " MLAV_VERSION);
+  std::vector<Command> commands;
+  auto add = [&](const char* name, const char* help) -> Command& {
+    Command& c = commands.emplace_back();
+    c.app = app.add_subcommand(name, help);
+    c.app->add_flag("--json", c.json, "Machine-readable result on stdout (summary on stderr)");
+    c.app->footer(kExitCodes);
+    return c;
+  };
+  commands.reserve(8);
 
   cli::SelfcheckOptions self;
-  CLI::App* selfcheck = app.add_subcommand(
-      "selfcheck", "Check the reference model against itself and the CPU backend over the presets");
-  selfcheck->add_option("--cases", self.cases_per_config, "Generated batches per (preset, tp)")
-      ->check(CLI::Range(1, 1000));
-  selfcheck->add_option("--seed", self.seed, "Seed of the generated batches");
+  {
+    Command& c = add("selfcheck",
+                     "Check the reference model against itself and the CPU backend over the presets");
+    c.app->add_option("--cases", self.cases_per_config, "Generated batches per (preset, tp)")
+        ->check(CLI::Range(1, 1000));
+    c.app->add_option("--seed", self.seed, "Seed of the generated batches");
+    c.run = [&](std::ostream& human, bool json) {
+      const cli::SelfcheckResult r = cli::run_selfcheck(self, human);
+      write_json_if(json, r);
+      return r.exit_code;
+    };
+  }
 
   cli::FuzzOptions fz;
-  CLI::App* fuzz = app.add_subcommand("fuzz", "Run a fuzz campaign of every property on a backend");
-  fuzz->add_option("--backend", fz.backend, "model, cpu, cpu-folded, cuda, or mutant:<name>");
-  fuzz->add_option("--cases", fz.cases, "Random cases")->check(CLI::Range(1, 1000000));
-  fuzz->add_option("--seed", fz.seed, "Seed: the campaign is a function of it");
-  fuzz->add_option("--property", fz.properties, "Only these properties (repeatable)");
-  fuzz->add_option("--out", fz.out_dir, "Folder for shrunk failing scenarios");
+  std::string shard;
+  std::filesystem::path report_file;
+  {
+    Command& c = add("fuzz", "Run a fuzz campaign of every property on a backend");
+    c.app->add_option("--backend", fz.backend, "model, cpu, cpu-folded, cuda, or mutant:<name>");
+    c.app->add_option("--cases", fz.cases, "Random cases")->check(CLI::Range(1, 1000000));
+    c.app->add_option("--seed", fz.seed, "Seed: the campaign is a function of it");
+    c.app->add_option("--property", fz.properties, "Only these properties (repeatable)");
+    c.app->add_option("--out", fz.out_dir, "Folder for shrunk failing scenarios");
+    c.app->add_option("--shard", shard,
+                      "K/N: run only the campaign's cases i with i % N == K (0 <= K < N); the N "
+                      "shards together run exactly the unsharded campaign's cases");
+    c.app->add_option("--report", report_file, "Write the result as JSON here (for merge)");
+    c.run = [&](std::ostream& human, bool json) {
+      if (!shard.empty()) cli::parse_shard(shard, fz.shard_index, fz.shard_count);
+      fz.progress = &std::cerr;
+      fz.progress_bar = cli::stderr_is_terminal();
+      const cli::CampaignReport r = cli::run_fuzz(fz, human);
+      if (!report_file.empty()) {
+        cli::save_report(report_file, r);
+        human << "report written to " << report_file.string() << "\n";
+      }
+      write_json_if(json, "fuzz", r);
+      return r.exit_code;
+    };
+  }
+
+  cli::MergeOptions mg;
+  {
+    Command& c = add("merge", "Combine the --report files of a campaign's shards into one result");
+    c.app->add_option("reports", mg.reports, "Report files, one per shard")->required();
+    c.run = [&](std::ostream& human, bool json) {
+      const cli::CampaignReport r = cli::run_merge(mg, human);
+      write_json_if(json, "merge", r);
+      return r.exit_code;
+    };
+  }
 
   cli::ReplayOptions rp;
-  CLI::App* replay = app.add_subcommand("replay", "Replay scenario files on a backend");
-  replay->add_option("--backend", rp.backend, "model, cpu, cpu-folded, cuda, or mutant:<name>");
-  replay->add_option("paths", rp.paths, "Scenario files or folders")->required();
-  replay->add_flag("!--no-recorded", rp.check_recorded,
-                   "Skip re-running scenarios on the mutant that found them");
-
-  CLI::App* backends = app.add_subcommand("backends", "List the backends this build can run");
-
-  CLI11_PARSE(app, argc, argv);
-  try {
-    if (*selfcheck) return cli::selfcheck(self, std::cout);
-    if (*fuzz) return cli::fuzz(fz, std::cout);
-    if (*replay) return cli::replay(rp, std::cout);
-    if (*backends) {
-      for (const std::string& name : cli::backend_names()) std::cout << name << "\n";
-      return 0;
-    }
-  } catch (const InvalidInput& e) {
-    std::cerr << "mlaverify: invalid input: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "mlaverify: " << e.what() << "\n";
-    return 1;
+  {
+    Command& c = add("replay", "Replay scenario files on a backend");
+    c.app->add_option("--backend", rp.backend, "model, cpu, cpu-folded, cuda, or mutant:<name>");
+    c.app->add_option("paths", rp.paths, "Scenario files or folders")->required();
+    c.app->add_flag("!--no-recorded", rp.check_recorded,
+                    "Skip re-running scenarios on the mutant that found them");
+    c.app->add_flag("--allow-skipped", rp.allow_skipped,
+                    "A scenario the backend cannot run is reported but does not fail the replay "
+                    "(at least one must still run)");
+    c.run = [&](std::ostream& human, bool json) {
+      const cli::ReplayResult r = cli::run_replay(rp, human);
+      write_json_if(json, r);
+      return r.exit_code;
+    };
   }
-  return 0;
+
+  {
+    Command& c = add("backends", "List the backends (and mutants) this build can run");
+    c.run = [&](std::ostream& human, bool json) {
+      const cli::BackendsResult r = cli::run_backends();
+      if (json) {
+        cli::write_json(r, std::cout);
+      } else {
+        for (const std::string& name : r.backends) human << name << "\n";
+      }
+      return cli::kExitPass;
+    };
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version: 0
+  } catch (const CLI::ParseError& e) {
+    // CLI11's own codes (104-114) would say nothing to a script: a usage error is bad input.
+    std::cerr << "mlaverify: usage error: " << e.what() << "\n";
+    std::string help = "mlaverify --help";
+    for (const Command& c : commands) {
+      if (c.app->parsed()) help = "mlaverify " + c.app->get_name() + " --help";
+    }
+    std::cerr << "run '" << help << "' for the options\n";
+    return cli::kExitBadInput;
+  }
+  for (Command& c : commands) {
+    if (*c.app) return run_guarded(c);
+  }
+  return cli::kExitBadInput;  // unreachable: require_subcommand(1)
 }
