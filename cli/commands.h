@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "mlaverify/backend.h"
 #include "props/campaign.h"
 
 namespace mlaverify::cli {
@@ -105,6 +106,8 @@ void print_campaign(const CampaignReport& report, std::ostream& out);
 // A fuzz campaign (props::run_campaign), or one shard of it: every property on random cases,
 // failures shrunk and written as scenario files.
 CampaignReport run_fuzz(const FuzzOptions& options, std::ostream& out);
+// The same on a backend the caller brings (options.backend is only its label in the report).
+CampaignReport run_fuzz(Backend& backend, const FuzzOptions& options, std::ostream& out);
 int fuzz(const FuzzOptions& options, std::ostream& out);
 
 // "K/N" -> (K, N) with 0 <= K < N <= 1000000; InvalidInput("shard", -1, ...) otherwise.
@@ -152,6 +155,8 @@ struct ReplayResult {
 // allow_skipped) a scenario was skipped, or all were; else 2 when any input was bad or there was
 // no scenario at all; else 0.
 ReplayResult run_replay(const ReplayOptions& options, std::ostream& out);
+// The same on a backend the caller brings (options.backend unused).
+ReplayResult run_replay(Backend& backend, const ReplayOptions& options, std::ostream& out);
 int replay(const ReplayOptions& options, std::ostream& out);
 
 // ---- backends -----------------------------------------------------------------------------------

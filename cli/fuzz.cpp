@@ -72,6 +72,10 @@ void parse_shard(const std::string& text, int32_t& index, int32_t& count) {
 
 CampaignReport run_fuzz(const FuzzOptions& options, std::ostream& out) {
   BackendPtr backend = make_backend_or_mutant(options.backend);
+  return run_fuzz(*backend, options, out);
+}
+
+CampaignReport run_fuzz(Backend& backend, const FuzzOptions& options, std::ostream& out) {
   props::CampaignOptions campaign;
   campaign.cases = options.cases;
   campaign.seed = options.seed;
@@ -96,7 +100,7 @@ CampaignReport run_fuzz(const FuzzOptions& options, std::ostream& out) {
       selected.emplace_back(props::property_by_name(name).name);
     }
   }
-  out << "mlaverify fuzz: backend " << backend->name() << ", " << options.cases << " cases, seed "
+  out << "mlaverify fuzz: backend " << backend.name() << ", " << options.cases << " cases, seed "
       << options.seed;
   if (options.shard_count > 1) {
     out << ", shard " << options.shard_index << "/" << options.shard_count << " (" << planned
@@ -108,7 +112,7 @@ CampaignReport run_fuzz(const FuzzOptions& options, std::ostream& out) {
   campaign.on_case = [&](int32_t done, int32_t total) {
     if (progress) progress->update(done, total);
   };
-  const props::FuzzReport fr = props::run_campaign(*backend, campaign);
+  const props::FuzzReport fr = props::run_campaign(backend, campaign);
 
   CampaignReport r;
   r.backend = options.backend;

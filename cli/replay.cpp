@@ -58,8 +58,12 @@ ReplayEntry bad_path(const std::filesystem::path& p, const std::string& why) {
 
 ReplayResult run_replay(const ReplayOptions& options, std::ostream& out) {
   BackendPtr backend = make_backend_or_mutant(options.backend);
+  return run_replay(*backend, options, out);
+}
+
+ReplayResult run_replay(Backend& backend, const ReplayOptions& options, std::ostream& out) {
   ReplayResult res;
-  res.backend = backend->name();
+  res.backend = backend.name();
   // Printed as each file finishes, so a long replay shows where it is.
   auto record = [&](ReplayEntry e) {
     if (e.status == "bad_input") {
@@ -97,7 +101,7 @@ ReplayResult run_replay(const ReplayOptions& options, std::ostream& out) {
       files.push_back(p);
     }
     for (const std::filesystem::path& f : files) {
-      record(replay_file(f, *backend, options));
+      record(replay_file(f, backend, options));
     }
   }
 
