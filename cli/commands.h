@@ -51,6 +51,9 @@ struct SelfcheckResult {
 // independence, metadata), and the CPU backend against it. Exit 0 when all hold and every
 // property ran at least once.
 SelfcheckResult run_selfcheck(const SelfcheckOptions& options, std::ostream& out);
+// The same with the two backends given (tests: one that refuses everything must not pass).
+SelfcheckResult run_selfcheck(Backend& model, Backend& cpu, const SelfcheckOptions& options,
+                              std::ostream& out);
 int selfcheck(const SelfcheckOptions& options, std::ostream& out);
 
 // ---- fuzz and merge -----------------------------------------------------------------------------
@@ -63,33 +66,33 @@ struct FuzzOptions {
   std::filesystem::path out_dir;        // shrunk failures as scenario files; empty: not written
   int32_t shard_index = 0;              // --shard K/N: run the cases i with i % N == K
   int32_t shard_count = 1;
-  bool progress_bar = false;            // redraw one line on `progress` (a terminal)
-  std::ostream* progress = nullptr;     // progress output (lines or bar); null: none
+  bool progress_bar = false;         // redraw one line on `progress` (a terminal)
+  std::ostream* progress = nullptr;  // progress output (lines or bar); null: none
 };
 
 // What a fuzz run (or a merge of shard runs) established, as written to --report and --json.
 // The first block identifies the campaign: the shards of one campaign agree on all of it.
 struct CampaignReport {
-  std::string backend;                  // as named on the command line ("cpu", "mutant:x")
+  std::string backend;  // as named on the command line ("cpu", "mutant:x")
   uint64_t seed = 0;
   int32_t cases = 0;                    // the whole campaign's
   std::vector<std::string> properties;  // the selected ones, resolved (never empty)
   int32_t shard_index = 0;
   int32_t shard_count = 1;
-  std::vector<int32_t> merged_shards;   // a merge: the shard indices combined; else empty
+  std::vector<int32_t> merged_shards;  // a merge: the shard indices combined; else empty
 
   int32_t cases_run = 0;
-  double seconds = 0;                   // a merge: summed over the shards
-  uint64_t case_digest = 0;             // props::FuzzReport::case_digest (summed in a merge)
+  double seconds = 0;        // a merge: summed over the shards
+  uint64_t case_digest = 0;  // props::FuzzReport::case_digest (summed in a merge)
   std::vector<props::PropertyStats> stats;
   struct FailureSummary {
     std::string property;
     int32_t case_index = 0;  // 1-based campaign index, as in props::Failure
     int32_t shrink_steps = 0;
     int32_t shrink_evals = 0;
-    std::string shrunk;      // scenarios::summary of the shrunk case
+    std::string shrunk;  // scenarios::summary of the shrunk case
     std::string detail;
-    std::string file;        // scenario written, or empty
+    std::string file;  // scenario written, or empty
   };
   std::vector<FailureSummary> failures;
 

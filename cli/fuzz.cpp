@@ -46,7 +46,7 @@ void print_campaign(const CampaignReport& r, std::ostream& out) {
   }
   for (const std::string& line : r.not_verified) out << "NOT VERIFIED: " << line << "\n";
   out << "verdict: "
-      << (!r.failures.empty()        ? "FAIL (" + std::to_string(r.failures.size()) + " failures)"
+      << (!r.failures.empty()       ? "FAIL (" + std::to_string(r.failures.size()) + " failures)"
           : !r.not_verified.empty() ? std::string("NOT VERIFIED (a property never ran)")
                                     : std::string("pass"))
       << ", exit " << r.exit_code << "\n";
@@ -83,8 +83,8 @@ CampaignReport run_fuzz(Backend& backend, const FuzzOptions& options, std::ostre
   campaign.out_dir = options.out_dir;
   campaign.shard_index = options.shard_index;
   campaign.shard_count = options.shard_count;
-  const int32_t planned = props::shard_cases(options.cases, options.shard_index,
-                                             options.shard_count);
+  const int32_t planned =
+      props::shard_cases(options.cases, options.shard_index, options.shard_count);
   if (planned == 0) {
     throw InvalidInput("shard", options.shard_index,
                        "a campaign of " + std::to_string(options.cases) + " cases has no case " +

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
-#include <type_traits>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <sstream>
+#include <type_traits>
 
 #include "mlaverify/error.h"
 
@@ -158,8 +158,8 @@ void write_json(const ReplayResult& r, std::ostream& out) {
                    {"test_build_faults", r.test_build_only}};
   ojson entries = ojson::array();
   for (const ReplayEntry& e : r.entries) {
-    ojson one = {{"file", e.file}, {"status", e.status}, {"property", e.property},
-                 {"detail", e.detail}};
+    ojson one = {
+        {"file", e.file}, {"status", e.status}, {"property", e.property}, {"detail", e.detail}};
     if (e.status == "bad_input") {
       one["field"] = e.field;
       one["index"] = e.index;
@@ -263,8 +263,8 @@ CampaignReport load_report(const std::filesystem::path& path) {
     s.skipped = rd.get<int32_t>(stats[i], p, "skipped");
     s.skip_reason = rd.get<std::string>(stats[i], p, "skip_reason");
     if (i >= r.properties.size() || s.property != r.properties[i]) {
-      rd.fail("stats", static_cast<int64_t>(i), "property '" + s.property + "' is not the " +
-                                                    "selection's at this position");
+      rd.fail("stats", static_cast<int64_t>(i),
+              "property '" + s.property + "' is not the " + "selection's at this position");
     }
     r.stats.push_back(std::move(s));
   }

@@ -1,7 +1,6 @@
 // The mlaverify command line. CLI11 lives in this translation unit only (slow to compile); each
 // command is a plain function in commands.h, registered below as one row of the subcommand table.
 #include <CLI/CLI.hpp>
-
 #include <exception>
 #include <functional>
 #include <iostream>
@@ -77,8 +76,9 @@ int main(int argc, char** argv) {
 
   cli::SelfcheckOptions self;
   {
-    Command& c = add("selfcheck",
-                     "Check the reference model against itself and the CPU backend over the presets");
+    Command& c =
+        add("selfcheck",
+            "Check the reference model against itself and the CPU backend over the presets");
     c.app->add_option("--cases", self.cases_per_config, "Generated batches per (preset, tp)")
         ->check(CLI::Range(1, 1000));
     c.app->add_option("--seed", self.seed, "Seed of the generated batches");

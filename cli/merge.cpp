@@ -62,9 +62,9 @@ CampaignReport merge_reports(const std::vector<CampaignReport>& shards,
                              std::to_string(share) + " (an interrupted run?)");
     }
     if (s.stats.size() != s.properties.size()) {
-      throw InvalidInput("properties", -1, names[i] + " has stats for " +
-                                               std::to_string(s.stats.size()) + " properties, " +
-                                               "selects " + std::to_string(s.properties.size()));
+      throw InvalidInput("properties", -1,
+                         names[i] + " has stats for " + std::to_string(s.stats.size()) +
+                             " properties, " + "selects " + std::to_string(s.properties.size()));
     }
   }
   std::string missing;
@@ -99,9 +99,8 @@ CampaignReport merge_reports(const std::vector<CampaignReport>& shards,
     }
     m.failures.insert(m.failures.end(), s.failures.begin(), s.failures.end());
   }
-  std::stable_sort(m.failures.begin(), m.failures.end(), [](const auto& a, const auto& b) {
-    return a.case_index < b.case_index;
-  });
+  std::stable_sort(m.failures.begin(), m.failures.end(),
+                   [](const auto& a, const auto& b) { return a.case_index < b.case_index; });
   judge(m);
   return m;
 }

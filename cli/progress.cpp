@@ -30,8 +30,8 @@ void Progress::update(int32_t done, int32_t total) {
   last_draw_ = now;
   constexpr int kWidth = 30;
   const int filled = total > 0 ? static_cast<int>(int64_t{kWidth} * done / total) : kWidth;
-  std::string line = "\r\033[2K  [" + std::string(filled, '#') + std::string(kWidth - filled, '.') +
-                     "] " + stats;
+  std::string line =
+      "\r\033[2K  [" + std::string(filled, '#') + std::string(kWidth - filled, '.') + "] " + stats;
   if (done < total && rate > 0) {
     char eta[48];
     std::snprintf(eta, sizeof eta, "  %.0f s left", (total - done) / rate);

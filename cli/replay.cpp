@@ -74,8 +74,10 @@ ReplayResult run_replay(Backend& backend, const ReplayOptions& options, std::ost
     }
     const std::string name = std::filesystem::path(e.file).filename().string();
     (e.status == "pass" ? res.passed : e.status == "fail" ? res.failed : res.skipped)++;
-    out << (e.status == "pass" ? "pass " : e.status == "fail" ? "FAIL " : "SKIP ") << name << " ["
-        << e.property << " on " << res.backend << "]";
+    out << (e.status == "pass"   ? "pass "
+            : e.status == "fail" ? "FAIL "
+                                 : "SKIP ")
+        << name << " [" << e.property << " on " << res.backend << "]";
     if (!e.detail.empty()) out << ": " << e.detail;
     out << "\n";
     if (e.recorded == "test_build_fault") {
@@ -84,7 +86,8 @@ ReplayResult run_replay(Backend& backend, const ReplayOptions& options, std::ost
       ++res.test_build_only;
     } else if (!e.recorded.empty()) {
       const bool ok = e.recorded == "reproduced";
-      out << "     " << (ok ? "reproduced on " : "NOT reproduced on ") << e.recorded_backend << "\n";
+      out << "     " << (ok ? "reproduced on " : "NOT reproduced on ") << e.recorded_backend
+          << "\n";
       (ok ? res.reproduced : res.not_reproduced)++;
     }
     res.entries.push_back(std::move(e));

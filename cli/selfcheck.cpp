@@ -46,12 +46,15 @@ props::Case generated_case(const model::MlaConfig& cfg, int32_t heads, uint64_t 
 }  // namespace
 
 SelfcheckResult run_selfcheck(const SelfcheckOptions& options, std::ostream& out) {
+  return run_selfcheck(*make_backend("model"), *make_backend("cpu"), options, out);
+}
+
+SelfcheckResult run_selfcheck(Backend& model, Backend& cpu, const SelfcheckOptions& options,
+                              std::ostream& out) {
   SelfcheckResult result;
   // Per property: batches on which it ran (skipped is never green: each must run at least once).
   std::vector<int32_t> ran(props::all_properties().size(), 0);
   std::vector<std::string> skip_reason(ran.size());
-  BackendPtr model = make_backend("model");
-  BackendPtr cpu = make_backend("cpu");
   int failures = 0;
   int checks = 0;
   out << "mlaverify selfcheck: every property with the model as backend, and cpu vs model\n";
@@ -69,7 +72,7 @@ SelfcheckResult run_selfcheck(const SelfcheckOptions& options, std::ostream& out
         const props::Case c = generated_case(cfg, heads, seed++);
         for (size_t p = 0; p < props::all_properties().size(); ++p) {
           const props::PropertyInfo& prop = props::all_properties()[p];
-          props::PropertyResult r = prop.fn(*model, c);
+          props::PropertyResult r = prop.fn(model, c);
           if (r.skipped) {
             if (skip_reason[p].empty()) skip_reason[p] = r.detail;
             continue;
@@ -84,7 +87,7 @@ SelfcheckResult run_selfcheck(const SelfcheckOptions& options, std::ostream& out
             out << "  FAIL " << result.failures.back() << "\n";
           }
         }
-        props::PropertyResult r = props::check_vs_model(*cpu, c);
+        props::PropertyResult r = props::check_vs_model(cpu, c);
         if (r.skipped) {
           result.not_verified.push_back("cpu vs_model skipped on " + name + " tp" +
                                         std::to_string(tp) + ": " + r.detail);
@@ -93,8 +96,8 @@ SelfcheckResult run_selfcheck(const SelfcheckOptions& options, std::ostream& out
           if (r.ok) {
             ++passed;
           } else {
-            result.failures.push_back(name + " tp" + std::to_string(tp) + " cpu vs_model: " +
-                                      r.detail);
+            result.failures.push_back(name + " tp" + std::to_string(tp) +
+                                      " cpu vs_model: " + r.detail);
             out << "  FAIL " << result.failures.back() << "\n";
           }
         }
@@ -105,7 +108,8 @@ SelfcheckResult run_selfcheck(const SelfcheckOptions& options, std::ostream& out
       }
       checks += total;
       failures += total - passed;
-      result.rows.push_back({name, tp, heads, cfg.sm_scale(), passed, total, worst_frob, worst_lse});
+      result.rows.push_back(
+          {name, tp, heads, cfg.sm_scale(), passed, total, worst_frob, worst_lse});
       std::ostringstream props_col, frob, lse;
       props_col << passed << "/" << total;
       frob << std::scientific << std::setprecision(2) << worst_frob;

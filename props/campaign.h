@@ -71,8 +71,8 @@ struct FuzzReport {
   int32_t cases_planned = 0;  // the whole campaign's cases (CampaignOptions::cases)
   int32_t shard_index = 0;
   int32_t shard_count = 1;
-  int32_t cases_run = 0;       // cases this run executed (this shard's, when sharded)
-  uint64_t case_digest = 0;    // sum of case_identity over the cases run
+  int32_t cases_run = 0;     // cases this run executed (this shard's, when sharded)
+  uint64_t case_digest = 0;  // sum of case_identity over the cases run
   double seconds = 0;
   std::vector<PropertyStats> stats;  // in all_properties() order, selected ones only
   std::vector<Failure> failures;

@@ -1,11 +1,10 @@
 // The mlaverify binary as a user runs it: spawned with posix_spawn (stdout and stderr to files,
 // or stderr on a pseudo-terminal), checked by exit code, stderr lines and parsed --json output.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -158,9 +157,14 @@ nlohmann::json parse_stdout(const Exec& r) {
 }
 
 TEST(Binary, UsageErrorsExit2WithAHint) {
-  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
-           {}, {"frobnicate"}, {"fuzz", "--bogus"}, {"fuzz", "--cases", "0"},
-           {"fuzz", "--cases", "many"}, {"replay"}, {"selfcheck", "--cases", "1", "extra"}}) {
+  for (std::vector<std::string> args :
+       std::vector<std::vector<std::string>>{{},
+                                             {"frobnicate"},
+                                             {"fuzz", "--bogus"},
+                                             {"fuzz", "--cases", "0"},
+                                             {"fuzz", "--cases", "many"},
+                                             {"replay"},
+                                             {"selfcheck", "--cases", "1", "extra"}}) {
     const Exec r = mlaverify(args);
     std::string cmd;
     for (const std::string& a : args) cmd += " " + a;
@@ -191,7 +195,8 @@ TEST(Binary, UnknownBackendExits2NamingTheField) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_TRUE(contains(r.err, "bad input: backend: unknown backend 'triton' (known: model, cpu"))
       << r.err;
-  r = mlaverify({"replay", "--backend", "mutant:no_such", (kCases / "class01_mask_indptr_shifted.json").string()});
+  r = mlaverify({"replay", "--backend", "mutant:no_such",
+                 (kCases / "class01_mask_indptr_shifted.json").string()});
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_TRUE(contains(r.err, "backend: unknown mutant 'no_such'")) << r.err;
   r = mlaverify({"fuzz", "--property", "no_such_property", "--cases", "1"});
@@ -255,14 +260,14 @@ TEST(Binary, ShippedScenariosReplayGreen) {
   const Exec r = mlaverify({"replay", kCases.string()});
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   const size_t files = static_cast<size_t>(std::distance(fs::directory_iterator(kCases), {}));
-  EXPECT_TRUE(contains(r.out, "replay: " + std::to_string(files) +
-                                  " passed, 0 failed, 0 bad input, 0 skipped"))
+  EXPECT_TRUE(contains(
+      r.out, "replay: " + std::to_string(files) + " passed, 0 failed, 0 bad input, 0 skipped"))
       << r.out;
 }
 
 TEST(Binary, MutantFuzzExits1) {
-  const Exec r = mlaverify({"fuzz", "--backend", "mutant:rope_first_read", "--cases", "4",
-                           "--seed", "11", "--property", "vs_model"});
+  const Exec r = mlaverify({"fuzz", "--backend", "mutant:rope_first_read", "--cases", "4", "--seed",
+                            "11", "--property", "vs_model"});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "FAILED vs_model at case 1")) << r.out;
   EXPECT_TRUE(contains(r.out, "verdict: FAIL")) << r.out;
@@ -277,8 +282,9 @@ TEST(Binary, JsonOnEveryCommandParses) {
   const std::vector<Expect> runs = {
       {{"selfcheck", "--cases", "1", "--json"}, 0},
       {{"fuzz", "--cases", "2", "--property", "vs_model", "--json"}, 0},
-      {{"fuzz", "--backend", "mutant:rope_first_read", "--cases", "2", "--seed", "11",
-        "--property", "vs_model", "--json"}, 1},
+      {{"fuzz", "--backend", "mutant:rope_first_read", "--cases", "2", "--seed", "11", "--property",
+        "vs_model", "--json"},
+       1},
       {{"replay", "--json", (kCases / "class02_rope_first_read.json").string()}, 0},
       {{"replay", "--json", dir.string()}, 2},
       {{"backends", "--json"}, 0},
@@ -302,8 +308,8 @@ TEST(Binary, JsonOnEveryCommandParses) {
   EXPECT_EQ(j["scenarios"][0]["status"], "bad_input");
   EXPECT_EQ(j["scenarios"][0]["field"], "case.requests[0].parents");
   EXPECT_EQ(j["scenarios"][0]["index"], 1);
-  j = parse_stdout(mlaverify({"fuzz", "--cases", "3", "--property", "vs_model",
-                              "--property", "metadata", "--json"}));
+  j = parse_stdout(mlaverify(
+      {"fuzz", "--cases", "3", "--property", "vs_model", "--property", "metadata", "--json"}));
   EXPECT_EQ(j["verdict"], "pass");
   EXPECT_EQ(j["cases_run"], 3);
   ASSERT_EQ(j["stats"].size(), 2u);
@@ -337,8 +343,8 @@ TEST(Binary, FuzzProgressIsABarOnATerminal) {
 // campaign's. Per-property counts add up to the unsharded ones.
 TEST(Binary, ShardsTogetherRunExactlyTheCampaign) {
   const fs::path dir = fresh_dir("shards");
-  const std::vector<std::string> campaign = {"fuzz", "--cases", "7", "--seed", "5", "--property",
-                                             "vs_model", "--property", "metadata"};
+  const std::vector<std::string> campaign = {"fuzz",       "--cases",  "7",          "--seed",  "5",
+                                             "--property", "vs_model", "--property", "metadata"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = campaign;
     a.insert(a.end(), extra.begin(), extra.end());
@@ -350,7 +356,8 @@ TEST(Binary, ShardsTogetherRunExactlyTheCampaign) {
   std::set<std::string> digests;
   for (int k = 0; k < 3; ++k) {
     const fs::path report = dir / ("shard" + std::to_string(k) + ".json");
-    const Exec r = mlaverify(with({"--shard", std::to_string(k) + "/3", "--report", report.string()}));
+    const Exec r =
+        mlaverify(with({"--shard", std::to_string(k) + "/3", "--report", report.string()}));
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     digests.insert(nlohmann::json::parse(slurp(report))["case_digest"].get<std::string>());
     merge.push_back(report.string());
@@ -375,7 +382,7 @@ TEST(Binary, MergeRefusesWhatIsNotOneCampaign) {
   auto shard = [&](const std::string& name, const std::string& seed, const std::string& spec) {
     const fs::path report = dir / name;
     const Exec r = mlaverify({"fuzz", "--cases", "4", "--seed", seed, "--property", "metadata",
-                             "--shard", spec, "--report", report.string()});
+                              "--shard", spec, "--report", report.string()});
     EXPECT_EQ(r.code, 0) << r.err;
     return report.string();
   };

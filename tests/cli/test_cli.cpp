@@ -119,6 +119,22 @@ TEST(Cli, CampaignOnARefusingBackendIsNotGreen) {
   EXPECT_NE(out.str().find("NOT VERIFIED: vs_model never ran"), std::string::npos) << out.str();
 }
 
+TEST(Cli, SelfcheckOnARefusingBackendIsNotGreen) {
+  RefuseAll backend;
+  SelfcheckOptions o;
+  o.cases_per_config = 1;
+  std::ostringstream out;
+  const SelfcheckResult r = run_selfcheck(backend, backend, o, out);
+  EXPECT_EQ(r.exit_code, kExitFail) << out.str();
+  EXPECT_EQ(r.failed, 0) << out.str();
+  EXPECT_NE(out.str().find("NOT VERIFIED: vs_model never ran on the model"), std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("NOT VERIFIED: cpu vs_model skipped"), std::string::npos) << out.str();
+  // The real pair passes.
+  std::ostringstream real;
+  EXPECT_EQ(run_selfcheck(o, real).exit_code, kExitPass) << real.str();
+}
+
 TEST(Cli, ReplayOnARefusingBackendIsNotGreen) {
   ReplayOptions r;
   r.paths = {std::filesystem::path(MLAV_SCENARIO_CASES_DIR) / "hand_mtp_chain4_tile_plus_one.json"};
