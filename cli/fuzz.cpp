@@ -46,7 +46,7 @@ void print_campaign(const CampaignReport& r, std::ostream& out) {
   }
   for (const std::string& line : r.not_verified) out << "NOT VERIFIED: " << line << "\n";
   out << "verdict: "
-      << (!r.failures.empty()       ? "FAIL (" + std::to_string(r.failures.size()) + " failures)"
+      << (!r.failures.empty()       ? "FAIL (" + std::to_string(r.failures.size()) + " failure(s))"
           : !r.not_verified.empty() ? std::string("NOT VERIFIED (a property never ran)")
                                     : std::string("pass"))
       << ", exit " << r.exit_code << "\n";
