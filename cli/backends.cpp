@@ -5,6 +5,7 @@
 #include "cpu/cpu_backend.h"
 #include "mlaverify/error.h"
 #include "model/model_backend.h"
+#include "props/mutants.h"
 #ifdef MLAV_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #endif
@@ -30,6 +31,32 @@ BackendPtr make_backend(std::string_view name) {
   std::string known;
   for (const std::string& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
   throw InvalidInput("backend", -1, "unknown backend '" + std::string(name) + "' (known: " + known + ")");
+}
+
+BackendPtr make_backend_or_mutant(std::string_view name) {
+  if (!name.starts_with(kMutantPrefix)) return make_backend(name);
+  std::string_view mutant = name.substr(kMutantPrefix.size());
+  // A recorded label reads "mutant:<name>(<inner>)": the inner backend is always cpu here.
+  if (size_t paren = mutant.find('('); paren != std::string_view::npos) {
+    mutant = mutant.substr(0, paren);
+  }
+  for (const props::MutantInfo& m : props::all_mutants()) {
+    if (m.name == mutant) return props::make_mutant(m.mutant, make_backend("cpu"));
+  }
+  std::string known;
+  for (const props::MutantInfo& m : props::all_mutants()) {
+    known += (known.empty() ? "" : ", ") + std::string(m.name);
+  }
+  throw InvalidInput("backend", -1,
+                     "unknown mutant '" + std::string(mutant) + "' (known: " + known + ")");
+}
+
+std::vector<std::string> mutant_names() {
+  std::vector<std::string> names;
+  for (const props::MutantInfo& m : props::all_mutants()) {
+    names.push_back(std::string(kMutantPrefix) + std::string(m.name));
+  }
+  return names;
 }
 
 }  // namespace mlaverify::cli

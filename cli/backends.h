@@ -16,4 +16,13 @@ std::vector<std::string> backend_names();
 // InvalidInput("backend", -1, ...) listing the known names when `name` is unknown.
 BackendPtr make_backend(std::string_view name);
 
+inline constexpr std::string_view kMutantPrefix = "mutant:";
+
+// "mutant:<name>" (or a recorded label "mutant:<name>(<inner>)") wraps the CPU backend in a catalog
+// mutant; any other name is make_backend's. InvalidInput listing the mutants for an unknown one.
+BackendPtr make_backend_or_mutant(std::string_view name);
+
+// "mutant:<name>" for every catalog mutant, in catalog order.
+std::vector<std::string> mutant_names();
+
 }  // namespace mlaverify::cli

@@ -71,21 +71,36 @@ void describe_dump(const dump::ServerDump& d, std::ostream& out) {
   out << "]\n";
 }
 
+// Bad input: one line naming file, field and index, or with --json one JSON object saying it.
+void bad_input(const std::filesystem::path& path, const DumpOptions& o, const std::string& field,
+               int64_t index, const std::string& what, std::ostream& out) {
+  if (o.json) {
+    JsonWriter j(out);
+    j.begin_object().field("file", path.string()).field("exit_code", int64_t{2});
+    j.field("field", field).field("index", index).field("error", what).end_object();
+    out << "\n";
+  } else {
+    out << "mlaverify: bad input: " << what << "\n";
+  }
+}
+
 // The dump, or exit code 2 with one line naming file, field and index.
 bool load(const std::filesystem::path& path, const DumpOptions& o, dump::ServerDump& d,
           std::ostream& out, int& code) {
   try {
     d = dump::ServerDump::load(path, dump::LoadLimits{o.max_memory});
   } catch (const InvalidInput& e) {
-    out << "mlaverify: invalid input: " << e.what() << "\n";
+    bad_input(path, o, e.field(), e.index(), e.what(), out);
     code = 2;
     return false;
   }
   const double seconds = model_flops(d) / kModelFlopsPerSecond;
   if (seconds > o.max_seconds) {
-    out << "mlaverify: invalid input: " << path.string() << ": the model pass needs about "
-        << g(model_flops(d) / 1e9) << " GFLOP (~" << g(seconds) << " s here), over the budget of "
-        << o.max_seconds << " s (raise it with --max-seconds)\n";
+    bad_input(path, o, path.string(), -1,
+              path.string() + ": the model pass needs about " + g(model_flops(d) / 1e9) +
+                  " GFLOP (~" + g(seconds) + " s here), over the budget of " +
+                  g(o.max_seconds) + " s (raise it with --max-seconds)",
+              out);
     code = 2;
     return false;
   }
@@ -271,7 +286,7 @@ int diagnose_dump(const std::filesystem::path& path, const DumpOptions& o, std::
   try {
     dg = dump::diagnose(d, dump::KernelAssumptions{}, o.readings);
   } catch (const InvalidInput& e) {
-    out << "mlaverify: invalid input: " << e.what() << "\n";
+    bad_input(path, o, e.field(), e.index(), e.what(), out);
     return 2;
   }
   const int rc = dg.as_given.explains() ? 0 : 1;

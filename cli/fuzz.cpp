@@ -1,113 +1,139 @@
-// `mlaverify fuzz` and `mlaverify replay`: a fuzz campaign against a named backend, and replays of
-// scenario files (each against the chosen backend, and against the mutant that found it, if any).
+// `mlaverify fuzz`: a fuzz campaign (or one shard of it) against a named backend, summarised as a
+// CampaignReport, which `merge` also produces from shard reports and judges the same way.
 #include <algorithm>
-#include <filesystem>
-#include <iostream>
+#include <charconv>
+#include <optional>
 #include <ostream>
 
 #include "cli/backends.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "mlaverify/error.h"
 #include "props/campaign.h"
-#include "props/mutants.h"
 #include "scenarios/scenario.h"
 
 namespace mlaverify::cli {
-namespace {
 
-constexpr std::string_view kMutantPrefix = "mutant:";
-
-// "mutant:<name>" wraps the CPU backend in a catalog mutant; any other name is a plain backend.
-BackendPtr backend_or_mutant(std::string_view name) {
-  if (name.starts_with(kMutantPrefix)) {
-    std::string_view mutant = name.substr(kMutantPrefix.size());
-    // A recorded label reads "mutant:<name>(<inner>)": the inner backend is always cpu here.
-    if (size_t paren = mutant.find('('); paren != std::string_view::npos) {
-      mutant = mutant.substr(0, paren);
+void judge(CampaignReport& r) {
+  r.not_verified.clear();
+  for (const props::PropertyStats& s : r.stats) {
+    // Skipped is never green: a property the backend refused on every case checked nothing.
+    if (!s.ran()) {
+      r.not_verified.push_back(s.property + " never ran: " + std::to_string(s.skipped) + " of " +
+                               std::to_string(r.cases_run) + " cases skipped" +
+                               (s.skip_reason.empty() ? "" : " (" + s.skip_reason + ")"));
     }
-    for (const props::MutantInfo& m : props::all_mutants()) {
-      if (m.name == mutant) return props::make_mutant(m.mutant, make_backend("cpu"));
-    }
-    std::string known;
-    for (const props::MutantInfo& m : props::all_mutants()) {
-      known += (known.empty() ? "" : ", ") + std::string(m.name);
-    }
-    throw InvalidInput("backend", -1,
-                       "unknown mutant '" + std::string(mutant) + "' (known: " + known + ")");
   }
-  return make_backend(name);
+  r.exit_code = !r.failures.empty() || !r.not_verified.empty() ? kExitFail : kExitPass;
 }
 
-}  // namespace
+void print_campaign(const CampaignReport& r, std::ostream& out) {
+  out << "seed " << r.seed << ", " << r.cases_run << " cases";
+  if (!r.merged_shards.empty()) {
+    out << " (" << r.merged_shards.size() << " shards merged)";
+  } else if (r.shard_count > 1) {
+    out << " (shard " << r.shard_index << "/" << r.shard_count << " of " << r.cases << ")";
+  }
+  out << " in " << r.seconds << " s\n";
+  for (const props::PropertyStats& s : r.stats) {
+    out << "  " << s.property << ": " << s.passed << " passed, " << s.failed << " failed, "
+        << s.skipped << " skipped" << (s.ran() ? "" : "  NEVER RAN") << "\n";
+  }
+  for (const CampaignReport::FailureSummary& f : r.failures) {
+    out << "FAILED " << f.property << " at case " << f.case_index << ", shrunk in "
+        << f.shrink_steps << " steps to " << f.shrunk << ": " << f.detail << "\n";
+    if (!f.file.empty()) out << "  scenario written to " << f.file << "\n";
+  }
+  for (const std::string& line : r.not_verified) out << "NOT VERIFIED: " << line << "\n";
+  out << "verdict: "
+      << (!r.failures.empty()       ? "FAIL (" + std::to_string(r.failures.size()) + " failure(s))"
+          : !r.not_verified.empty() ? std::string("NOT VERIFIED (a property never ran)")
+                                    : std::string("pass"))
+      << ", exit " << r.exit_code << "\n";
+}
 
-int fuzz(const FuzzOptions& options, std::ostream& out) {
-  BackendPtr backend = backend_or_mutant(options.backend);
+void parse_shard(const std::string& text, int32_t& index, int32_t& count) {
+  const size_t slash = text.find('/');
+  auto number = [&](std::string_view part, int32_t& value) {
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+    return ec == std::errc() && end == part.data() + part.size() && !part.empty();
+  };
+  int32_t k = 0, n = 0;
+  if (slash == std::string::npos || !number(std::string_view(text).substr(0, slash), k) ||
+      !number(std::string_view(text).substr(slash + 1), n)) {
+    throw InvalidInput("shard", -1, "'" + text + "' is not K/N (e.g. 3/8: shard 3 of 8, from 0)");
+  }
+  if (n < 1 || n > 1000000 || k < 0 || k >= n) {
+    throw InvalidInput("shard", -1, "'" + text + "': need 0 <= K < N <= 1000000");
+  }
+  index = k;
+  count = n;
+}
+
+CampaignReport run_fuzz(const FuzzOptions& options, std::ostream& out) {
+  BackendPtr backend = make_backend_or_mutant(options.backend);
+  return run_fuzz(*backend, options, out);
+}
+
+CampaignReport run_fuzz(Backend& backend, const FuzzOptions& options, std::ostream& out) {
   props::CampaignOptions campaign;
   campaign.cases = options.cases;
   campaign.seed = options.seed;
   campaign.properties = options.properties;
   campaign.out_dir = options.out_dir;
-  out << "mlaverify fuzz: backend " << backend->name() << ", " << options.cases
-      << " cases, seed " << options.seed << " (replay the campaign with --seed " << options.seed
-      << ")\n";
-  // A line per tenth of the campaign on stderr, so a long run shows it is alive.
-  campaign.on_case = [&](int32_t done, int32_t total) {
-    if (done == total || done % std::max(1, total / 10) == 0) {
-      std::cerr << "  " << done << "/" << total << " cases\n";
-    }
-  };
-  const props::FuzzReport report = props::run_campaign(*backend, campaign);
-  out << report.to_string();
-  for (const props::Failure& f : report.failures) {
-    out << "FAILED " << f.property << " at case " << f.case_index << ", shrunk in "
-        << f.shrink_steps << " steps to " << f.shrunk.spec.batch_size() << " request(s), "
-        << f.shrunk.spec.total_draft() << " node(s), prefix " << f.shrunk.spec.total_prefix()
-        << ": " << f.detail << "\n";
-    if (!f.file.empty()) out << "  scenario written to " << f.file.string() << "\n";
+  campaign.shard_index = options.shard_index;
+  campaign.shard_count = options.shard_count;
+  const int32_t planned =
+      props::shard_cases(options.cases, options.shard_index, options.shard_count);
+  if (planned == 0) {
+    throw InvalidInput("shard", options.shard_index,
+                       "a campaign of " + std::to_string(options.cases) + " cases has no case " +
+                           "for shard " + std::to_string(options.shard_index) + "/" +
+                           std::to_string(options.shard_count) + " (need N <= --cases)");
   }
-  return report.ok() ? 0 : 1;
+  // Resolve the selection first, so that an unknown name is bad input before any case runs.
+  std::vector<std::string> selected;
+  if (options.properties.empty()) {
+    for (const props::PropertyInfo& p : props::all_properties()) selected.emplace_back(p.name);
+  } else {
+    for (const std::string& name : options.properties) {
+      selected.emplace_back(props::property_by_name(name).name);
+    }
+  }
+  out << "mlaverify fuzz: backend " << backend.name() << ", " << options.cases << " cases, seed "
+      << options.seed;
+  if (options.shard_count > 1) {
+    out << ", shard " << options.shard_index << "/" << options.shard_count << " (" << planned
+        << " cases: i % " << options.shard_count << " == " << options.shard_index << ")";
+  }
+  out << " (replay the campaign with --seed " << options.seed << ")\n";
+  std::optional<Progress> progress;
+  if (options.progress) progress.emplace(*options.progress, options.progress_bar);
+  campaign.on_case = [&](int32_t done, int32_t total) {
+    if (progress) progress->update(done, total);
+  };
+  const props::FuzzReport fr = props::run_campaign(backend, campaign);
+
+  CampaignReport r;
+  r.backend = options.backend;
+  r.seed = options.seed;
+  r.cases = options.cases;
+  r.properties = selected;
+  r.shard_index = options.shard_index;
+  r.shard_count = options.shard_count;
+  r.cases_run = fr.cases_run;
+  r.seconds = fr.seconds;
+  r.case_digest = fr.case_digest;
+  r.stats = fr.stats;
+  for (const props::Failure& f : fr.failures) {
+    r.failures.push_back({f.property, f.case_index, f.shrink_steps, f.shrink_evals,
+                          scenarios::summary(f.shrunk.spec), f.detail, f.file.string()});
+  }
+  judge(r);
+  print_campaign(r, out);
+  return r;
 }
 
-int replay(const ReplayOptions& options, std::ostream& out) {
-  BackendPtr backend = backend_or_mutant(options.backend);
-  std::vector<std::filesystem::path> files;
-  for (const std::filesystem::path& p : options.paths) {
-    if (std::filesystem::is_directory(p)) {
-      for (const std::filesystem::path& f : scenarios::list_scenarios(p)) files.push_back(f);
-    } else {
-      files.push_back(p);
-    }
-  }
-  int passed = 0, failed = 0, reproduced = 0, not_reproduced = 0, test_build_only = 0;
-  for (const std::filesystem::path& file : files) {
-    const scenarios::Scenario s = scenarios::load_scenario(file);
-    const props::PropertyResult r = props::replay(s, *backend);
-    out << (r.skipped ? "SKIP " : r.ok ? "pass " : "FAIL ") << file.filename().string() << " ["
-        << s.property << " on " << backend->name() << "]";
-    if (r.skipped || !r.ok) out << ": " << r.detail;
-    out << "\n";
-    if (!r.skipped) (r.ok ? passed : failed)++;
-    // A scenario found on a mutant must still fail there: the file reproduces its bug.
-    if (options.check_recorded && s.backend.starts_with(std::string(kMutantPrefix) + "cpu_fault:")) {
-      // Faults live only in the CPU backend's test build (cpu/faults.h), never in this binary;
-      // tests/props replays these files on that build and requires them to fail there.
-      out << "     recorded on " << s.backend << ": a test-build fault, re-checked by mutants_tests\n";
-      ++test_build_only;
-    } else if (options.check_recorded && s.backend.starts_with(kMutantPrefix)) {
-      BackendPtr recorded = backend_or_mutant(s.backend);
-      const props::PropertyResult m = props::replay(s, *recorded);
-      const bool still_fails = !m.ok && !m.skipped;
-      out << "     " << (still_fails ? "reproduced on " : "NOT reproduced on ") << s.backend << "\n";
-      (still_fails ? reproduced : not_reproduced)++;
-    }
-  }
-  out << "replay: " << passed << " passed, " << failed << " failed";
-  if (options.check_recorded) {
-    out << "; recorded mutants " << reproduced << " reproduced, " << not_reproduced << " not, "
-        << test_build_only << " test-build faults left to mutants_tests";
-  }
-  out << "\n";
-  return failed == 0 && not_reproduced == 0 ? 0 : 1;
-}
+int fuzz(const FuzzOptions& options, std::ostream& out) { return run_fuzz(options, out).exit_code; }
 
 }  // namespace mlaverify::cli

@@ -1,100 +1,270 @@
 // The mlaverify command line. CLI11 lives in this translation unit only (slow to compile); each
-// command is a plain function in commands.h.
+// command is a plain function in commands.h, registered below as one row of the subcommand table.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <exception>
+#include <filesystem>
+#include <functional>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/backends.h"
 #include "cli/commands.h"
 #include "cli/dump_commands.h"
+#include "cli/json_io.h"
+#include "cli/progress.h"
 #include "cli/show.h"
 #include "mlaverify/error.h"
 
+namespace {
+
+using namespace mlaverify;
+
+constexpr const char* kExitCodes =
+    "Exit codes (every command):\n"
+    "  0  pass: everything asked for was checked, and it held\n"
+    "  1  mismatch, or nothing verified: a property failed, a scenario no longer fails on the\n"
+    "     mutant that found it, or the backend skipped every case of a property (or a scenario)\n"
+    "  2  bad input: usage error, unknown backend/property/mutant, a file that is unreadable or\n"
+    "     malformed, a folder without scenario files, shard reports that are not one campaign\n"
+    "With --json, stdout holds one JSON document (also on errors) and the summary goes to stderr.";
+
+// One row of the table: the subcommand, whether it was asked for --json, and what it runs
+// (writing the human summary to the stream it is given).
+struct Command {
+  CLI::App* app = nullptr;
+  bool json = false;
+  std::function<int(std::ostream& human, bool json)> run;
+};
+
+// Runs a command with the exit-code contract: InvalidInput is 2 (bad input), any other error 1.
+int run_guarded(Command& c) {
+  std::ostream& human = c.json ? std::cerr : std::cout;
+  const std::string name = c.app->get_name();
+  try {
+    return c.run(human, c.json);
+  } catch (const InvalidInput& e) {
+    std::cerr << "mlaverify " << name << ": bad input: " << e.what() << "\n";
+    if (c.json) {
+      cli::write_error_json(name, cli::kExitBadInput, e.field(), e.index(), e.what(), std::cout);
+    }
+    return cli::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "mlaverify " << name << ": error: " << e.what() << "\n";
+    if (c.json) cli::write_error_json(name, cli::kExitFail, "", -1, e.what(), std::cout);
+    return cli::kExitFail;
+  }
+}
+
+void write_json_if(bool json, auto&&... args) {
+  if (json) cli::write_json(args..., std::cout);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  using namespace mlaverify;
   CLI::App app{"mlaverify: verification toolkit for MLA tree-verify attention kernels"};
   app.require_subcommand(1);
+  app.footer(kExitCodes);
+  app.set_version_flag("--version", "mlaverify " MLAV_VERSION);
+  std::vector<Command> commands;
+  auto add = [&](const char* name, const char* help) -> Command& {
+    Command& c = commands.emplace_back();
+    c.app = app.add_subcommand(name, help);
+    c.app->add_flag("--json", c.json, "Machine-readable result on stdout (summary on stderr)");
+    c.app->footer(kExitCodes);
+    return c;
+  };
+  commands.reserve(12);
 
   cli::SelfcheckOptions self;
-  CLI::App* selfcheck = app.add_subcommand(
-      "selfcheck", "Check the reference model against itself and the CPU backend over the presets");
-  selfcheck->add_option("--cases", self.cases_per_config, "Generated batches per (preset, tp)")
-      ->check(CLI::Range(1, 1000));
-  selfcheck->add_option("--seed", self.seed, "Seed of the generated batches");
+  {
+    Command& c =
+        add("selfcheck",
+            "Check the reference model against itself and the CPU backend over the presets");
+    c.app->add_option("--cases", self.cases_per_config, "Generated batches per (preset, tp)")
+        ->check(CLI::Range(1, 1000));
+    c.app->add_option("--seed", self.seed, "Seed of the generated batches");
+    c.run = [&](std::ostream& human, bool json) {
+      const cli::SelfcheckResult r = cli::run_selfcheck(self, human);
+      write_json_if(json, r);
+      return r.exit_code;
+    };
+  }
 
   cli::FuzzOptions fz;
-  CLI::App* fuzz = app.add_subcommand("fuzz", "Run a fuzz campaign of every property on a backend");
-  fuzz->add_option("--backend", fz.backend, "model, cpu, cpu-folded, cuda, or mutant:<name>");
-  fuzz->add_option("--cases", fz.cases, "Random cases")->check(CLI::Range(1, 1000000));
-  fuzz->add_option("--seed", fz.seed, "Seed: the campaign is a function of it");
-  fuzz->add_option("--property", fz.properties, "Only these properties (repeatable)");
-  fuzz->add_option("--out", fz.out_dir, "Folder for shrunk failing scenarios");
+  std::string shard;
+  std::filesystem::path report_file;
+  {
+    Command& c = add("fuzz", "Run a fuzz campaign of every property on a backend");
+    c.app->add_option("--backend", fz.backend, "model, cpu, cpu-folded, cuda, or mutant:<name>");
+    c.app->add_option("--cases", fz.cases, "Random cases")->check(CLI::Range(1, 1000000));
+    c.app->add_option("--seed", fz.seed, "Seed: the campaign is a function of it");
+    c.app->add_option("--property", fz.properties, "Only these properties (repeatable)");
+    c.app->add_option("--out", fz.out_dir, "Folder for shrunk failing scenarios");
+    c.app->add_option("--shard", shard,
+                      "K/N: run only the campaign's cases i with i % N == K (0 <= K < N); the N "
+                      "shards together run exactly the unsharded campaign's cases");
+    c.app->add_option("--report", report_file, "Write the result as JSON here (for merge)");
+    c.run = [&](std::ostream& human, bool json) {
+      if (!shard.empty()) cli::parse_shard(shard, fz.shard_index, fz.shard_count);
+      fz.progress = &std::cerr;
+      fz.progress_bar = cli::stderr_is_terminal();
+      const cli::CampaignReport r = cli::run_fuzz(fz, human);
+      if (!report_file.empty()) {
+        cli::save_report(report_file, r);
+        human << "report written to " << report_file.string() << "\n";
+      }
+      write_json_if(json, "fuzz", r);
+      return r.exit_code;
+    };
+  }
+
+  cli::MergeOptions mg;
+  {
+    Command& c = add("merge", "Combine the --report files of a campaign's shards into one result");
+    c.app->add_option("reports", mg.reports, "Report files, one per shard")->required();
+    c.run = [&](std::ostream& human, bool json) {
+      const cli::CampaignReport r = cli::run_merge(mg, human);
+      write_json_if(json, "merge", r);
+      return r.exit_code;
+    };
+  }
 
   cli::ReplayOptions rp;
-  CLI::App* replay = app.add_subcommand("replay", "Replay scenario files on a backend");
-  replay->add_option("--backend", rp.backend, "model, cpu, cpu-folded, cuda, or mutant:<name>");
-  replay->add_option("paths", rp.paths, "Scenario files or folders")->required();
-  replay->add_flag("!--no-recorded", rp.check_recorded,
-                   "Skip re-running scenarios on the mutant that found them");
-  cli::DumpOptions dopt;
-  replay->add_flag("--json", dopt.json, "Machine-readable output (server dumps)");
-  replay->add_option("--max-memory", dopt.max_memory, "Bytes a dump may hold in memory");
-  replay->add_option("--max-seconds", dopt.max_seconds, "Refuse dumps whose model pass is longer");
+  cli::DumpOptions dump_opts;
+  {
+    Command& c = add("replay",
+                     "Replay scenario files on a backend, or server dumps (.safetensors) against "
+                     "the model");
+    c.app->add_option("--backend", rp.backend,
+                      "model, cpu, cpu-folded, cuda, or mutant:<name> (dumps: also run it)");
+    c.app->add_option("paths", rp.paths, "Scenario files, server dumps, or folders")->required();
+    c.app->add_flag("!--no-recorded", rp.check_recorded,
+                    "Skip re-running scenarios on the mutant that found them");
+    c.app->add_flag("--allow-skipped", rp.allow_skipped,
+                    "A scenario the backend cannot run is reported but does not fail the replay "
+                    "(at least one must still run)");
+    c.app->add_option("--max-memory", dump_opts.max_memory,
+                      "Bytes a dump or scenario may hold in memory (default 8 GiB)");
+    c.app->add_option("--max-seconds", dump_opts.max_seconds,
+                      "Refuse a dump or scenario whose estimated model time is longer (600)");
+    CLI::App* app_replay = c.app;
+    c.run = [&, app_replay](std::ostream& human, bool json) {
+      // Server dumps go to replay_dump, scenarios (and folders of them) to run_replay; a folder
+      // may hold both.
+      std::vector<std::filesystem::path> dumps, scenario_paths;
+      for (const auto& path : rp.paths) {
+        if (cli::is_dump_path(path)) {
+          dumps.push_back(path);
+          continue;
+        }
+        bool has_json = !std::filesystem::is_directory(path);
+        if (std::filesystem::is_directory(path)) {
+          std::vector<std::filesystem::path> found;
+          for (const auto& e : std::filesystem::directory_iterator(path)) {
+            if (cli::is_dump_path(e.path())) found.push_back(e.path());
+            if (e.path().extension() == ".json") has_json = true;
+          }
+          std::sort(found.begin(), found.end());
+          dumps.insert(dumps.end(), found.begin(), found.end());
+          if (!has_json && !found.empty()) continue;  // a folder of dumps only
+        }
+        scenario_paths.push_back(path);
+      }
+      if (app_replay->get_option("--backend")->count() > 0) dump_opts.backend = rp.backend;
+      dump_opts.json = json;
+      rp.max_memory = dump_opts.max_memory;
+      rp.max_seconds = dump_opts.max_seconds;
+      int rc = cli::kExitPass;
+      if (json && dumps.size() + (scenario_paths.empty() ? 0 : 1) > 1) std::cout << "[";
+      bool first = true;
+      for (const auto& d : dumps) {
+        if (json && !first) std::cout << ",";
+        first = false;
+        rc = std::max(rc, cli::replay_dump(d, dump_opts, json ? std::cout : human));
+      }
+      if (!scenario_paths.empty()) {
+        rp.paths = scenario_paths;
+        if (json && !first) std::cout << ",";
+        const cli::ReplayResult r = cli::run_replay(rp, human);
+        write_json_if(json, r);
+        rc = std::max(rc, r.exit_code);
+      }
+      if (json && dumps.size() + (scenario_paths.empty() ? 0 : 1) > 1) std::cout << "]\n";
+      return rc;
+    };
+  }
 
-  std::vector<std::filesystem::path> dumps;
-  CLI::App* diagnose = app.add_subcommand(
-      "diagnose", "Explain a server dump's disagreement: the model under every known wrong reading");
-  diagnose->add_option("dumps", dumps, "Server dumps (.safetensors)")->required();
-  diagnose->add_option("--reading", dopt.readings, "Only these readings (repeatable)");
-  diagnose->add_flag("--json", dopt.json, "Machine-readable output");
-  diagnose->add_option("--max-memory", dopt.max_memory, "Bytes a dump may hold in memory");
-  diagnose->add_option("--max-seconds", dopt.max_seconds, "Refuse dumps whose model pass is longer");
+  std::vector<std::filesystem::path> diagnose_paths;
+  {
+    Command& c = add("diagnose",
+                     "Explain a server dump's disagreement: the model under every known wrong "
+                     "reading of its inputs, ranked by how well each explains the server's o");
+    c.app->add_option("dumps", diagnose_paths, "Server dumps (.safetensors)")->required();
+    c.app->add_option("--reading", dump_opts.readings, "Only these readings (repeatable)");
+    c.app->add_option("--max-memory", dump_opts.max_memory, "Bytes a dump may hold in memory");
+    c.app->add_option("--max-seconds", dump_opts.max_seconds,
+                      "Refuse a dump whose model pass is estimated longer");
+    c.run = [&](std::ostream& human, bool json) {
+      dump_opts.json = json;
+      int rc = cli::kExitPass;
+      if (json && diagnose_paths.size() > 1) std::cout << "[";
+      for (size_t k = 0; k < diagnose_paths.size(); ++k) {
+        if (json && k > 0) std::cout << ",";
+        rc = std::max(rc, cli::diagnose_dump(diagnose_paths[k], dump_opts,
+                                             json ? std::cout : human));
+      }
+      if (json && diagnose_paths.size() > 1) std::cout << "]\n";
+      return rc;
+    };
+  }
 
   cli::ShowOptions sh;
-  CLI::App* show = app.add_subcommand(
-      "show", "Draw a scenario or dump: trees, the mask as read, the error heatmap (SVG + PNG)");
-  show->add_option("file", sh.input, "A scenario (.json) or a server dump (.safetensors)")
-      ->required();
-  show->add_option("--out", sh.out, "Output stem: writes <stem>.svg and <stem>.png");
-  show->add_option("--backend", sh.backend, "Scenario: the backend whose error is drawn (cpu)");
-  show->add_flag("--json", sh.json, "Machine-readable output");
-
-  CLI::App* backends = app.add_subcommand("backends", "List the backends this build can run");
-
-  CLI11_PARSE(app, argc, argv);
-  try {
-    if (*selfcheck) return cli::selfcheck(self, std::cout);
-    if (*fuzz) return cli::fuzz(fz, std::cout);
-    if (*replay) {
-      bool all_dumps = true;
-      for (const auto& path : rp.paths) all_dumps = all_dumps && cli::is_dump_path(path);
-      if (all_dumps) {
-        // A dump is judged against the model; a backend runs on it only when named.
-        if (replay->get_option("--backend")->count() > 0) dopt.backend = rp.backend;
-        int rc = 0;
-        for (const auto& path : rp.paths) rc = std::max(rc, cli::replay_dump(path, dopt, std::cout));
-        return rc;
-      }
-      return cli::replay(rp, std::cout);
-    }
-    if (*show) return cli::show(sh, std::cout);
-    if (*diagnose) {
-      int rc = 0;
-      for (const auto& path : dumps) rc = std::max(rc, cli::diagnose_dump(path, dopt, std::cout));
-      return rc;
-    }
-    if (*backends) {
-      for (const std::string& name : cli::backend_names()) std::cout << name << "\n";
-      return 0;
-    }
-  } catch (const InvalidInput& e) {
-    std::cerr << "mlaverify: invalid input: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "mlaverify: " << e.what() << "\n";
-    return 1;
+  {
+    Command& c = add("show",
+                     "Draw a scenario or a server dump: draft trees, the mask as the kernel reads "
+                     "it, and the per-element error heatmap (SVG and PNG)");
+    c.app->add_option("file", sh.input, "A scenario (.json) or a server dump (.safetensors)")
+        ->required();
+    c.app->add_option("--out", sh.out, "Output stem: writes <stem>.svg and <stem>.png");
+    c.app->add_option("--backend", sh.backend, "Scenario: the backend whose error is drawn (cpu)");
+    c.run = [&](std::ostream& human, bool json) {
+      sh.json = json;
+      return cli::show(sh, json ? std::cout : human);
+    };
   }
-  return 0;
+
+  {
+    Command& c = add("backends", "List the backends (and mutants) this build can run");
+    c.run = [&](std::ostream& human, bool json) {
+      const cli::BackendsResult r = cli::run_backends();
+      if (json) {
+        cli::write_json(r, std::cout);
+      } else {
+        for (const std::string& name : r.backends) human << name << "\n";
+      }
+      return cli::kExitPass;
+    };
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version: 0
+  } catch (const CLI::ParseError& e) {
+    // CLI11's own codes (104-114) would say nothing to a script: a usage error is bad input.
+    std::cerr << "mlaverify: usage error: " << e.what() << "\n";
+    std::string help = "mlaverify --help";
+    for (const Command& c : commands) {
+      if (c.app->parsed()) help = "mlaverify " + c.app->get_name() + " --help";
+    }
+    std::cerr << "run '" << help << "' for the options\n";
+    return cli::kExitBadInput;
+  }
+  for (Command& c : commands) {
+    if (*c.app) return run_guarded(c);
+  }
+  return cli::kExitBadInput;  // unreachable: require_subcommand(1)
 }

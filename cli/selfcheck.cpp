@@ -45,9 +45,16 @@ props::Case generated_case(const model::MlaConfig& cfg, int32_t heads, uint64_t 
 
 }  // namespace
 
-int selfcheck(const SelfcheckOptions& options, std::ostream& out) {
-  BackendPtr model = make_backend("model");
-  BackendPtr cpu = make_backend("cpu");
+SelfcheckResult run_selfcheck(const SelfcheckOptions& options, std::ostream& out) {
+  return run_selfcheck(*make_backend("model"), *make_backend("cpu"), options, out);
+}
+
+SelfcheckResult run_selfcheck(Backend& model, Backend& cpu, const SelfcheckOptions& options,
+                              std::ostream& out) {
+  SelfcheckResult result;
+  // Per property: batches on which it ran (skipped is never green: each must run at least once).
+  std::vector<int32_t> ran(props::all_properties().size(), 0);
+  std::vector<std::string> skip_reason(ran.size());
   int failures = 0;
   int checks = 0;
   out << "mlaverify selfcheck: every property with the model as backend, and cpu vs model\n";
@@ -63,20 +70,37 @@ int selfcheck(const SelfcheckOptions& options, std::ostream& out) {
       double worst_frob = 0, worst_lse = 0;
       for (int32_t k = 0; k < options.cases_per_config; ++k) {
         const props::Case c = generated_case(cfg, heads, seed++);
-        for (const props::PropertyInfo& prop : props::all_properties()) {
-          props::PropertyResult r = prop.fn(*model, c);
-          if (r.skipped) continue;
+        for (size_t p = 0; p < props::all_properties().size(); ++p) {
+          const props::PropertyInfo& prop = props::all_properties()[p];
+          props::PropertyResult r = prop.fn(model, c);
+          if (r.skipped) {
+            if (skip_reason[p].empty()) skip_reason[p] = r.detail;
+            continue;
+          }
+          ++ran[p];
           ++total;
           if (r.ok) {
             ++passed;
           } else {
-            out << "  FAIL " << name << " tp" << tp << " " << prop.name << ": " << r.detail << "\n";
+            result.failures.push_back(name + " tp" + std::to_string(tp) + " " +
+                                      std::string(prop.name) + ": " + r.detail);
+            out << "  FAIL " << result.failures.back() << "\n";
           }
         }
-        props::PropertyResult r = props::check_vs_model(*cpu, c);
-        ++total;
-        if (r.ok) ++passed;
-        else out << "  FAIL " << name << " tp" << tp << " cpu vs_model: " << r.detail << "\n";
+        props::PropertyResult r = props::check_vs_model(cpu, c);
+        if (r.skipped) {
+          result.not_verified.push_back("cpu vs_model skipped on " + name + " tp" +
+                                        std::to_string(tp) + ": " + r.detail);
+        } else {
+          ++total;
+          if (r.ok) {
+            ++passed;
+          } else {
+            result.failures.push_back(name + " tp" + std::to_string(tp) +
+                                      " cpu vs_model: " + r.detail);
+            out << "  FAIL " << result.failures.back() << "\n";
+          }
+        }
         if (r.comparison) {
           worst_frob = std::max(worst_frob, r.comparison->rel_frobenius);
           worst_lse = std::max(worst_lse, r.comparison->max_lse_err);
@@ -84,6 +108,8 @@ int selfcheck(const SelfcheckOptions& options, std::ostream& out) {
       }
       checks += total;
       failures += total - passed;
+      result.rows.push_back(
+          {name, tp, heads, cfg.sm_scale(), passed, total, worst_frob, worst_lse});
       std::ostringstream props_col, frob, lse;
       props_col << passed << "/" << total;
       frob << std::scientific << std::setprecision(2) << worst_frob;
@@ -94,8 +120,22 @@ int selfcheck(const SelfcheckOptions& options, std::ostream& out) {
       out.unsetf(std::ios::floatfield);
     }
   }
+  for (size_t p = 0; p < ran.size(); ++p) {
+    if (ran[p] == 0) {
+      result.not_verified.push_back(std::string(props::all_properties()[p].name) +
+                                    " never ran on the model (" + skip_reason[p] + ")");
+    }
+  }
   out << "selfcheck: " << checks - failures << " passed, " << failures << " failed\n";
-  return failures == 0 ? 0 : 1;
+  for (const std::string& line : result.not_verified) out << "NOT VERIFIED: " << line << "\n";
+  result.checks = checks;
+  result.failed = failures;
+  result.exit_code = failures == 0 && result.not_verified.empty() ? kExitPass : kExitFail;
+  return result;
+}
+
+int selfcheck(const SelfcheckOptions& options, std::ostream& out) {
+  return run_selfcheck(options, out).exit_code;
 }
 
 }  // namespace mlaverify::cli

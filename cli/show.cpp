@@ -170,10 +170,10 @@ int show(const ShowOptions& o, std::ostream& out) {
     }
     viz::render(pic, stem);
   } catch (const InvalidInput& e) {
-    out << "mlaverify: invalid input: " << e.what() << "\n";
+    out << "mlaverify: bad input: " << e.what() << "\n";
     return 2;
   } catch (const std::invalid_argument& e) {
-    out << "mlaverify: invalid input: " << o.input.string() << ": " << e.what() << "\n";
+    out << "mlaverify: bad input: " << o.input.string() << ": " << e.what() << "\n";
     return 2;
   }
   const int rc = cmp.pass() ? 0 : 1;

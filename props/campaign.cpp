@@ -12,10 +12,16 @@ namespace mlaverify::props {
 
 std::string FuzzReport::to_string() const {
   std::ostringstream os;
-  os << "seed " << seed << ", " << cases_run << " cases in " << seconds << " s\n";
+  os << "seed " << seed << ", " << cases_run << " cases";
+  if (shard_count > 1) {
+    os << " (shard " << shard_index << "/" << shard_count << " of " << cases_planned << ")";
+  }
+  os << " in " << seconds << " s\n";
   for (const auto& s : stats) {
     os << "  " << s.property << ": " << s.passed << " passed, " << s.failed << " failed, "
-       << s.skipped << " skipped\n";
+       << s.skipped << " skipped";
+    if (!s.ran()) os << " (NEVER RAN" << (s.skip_reason.empty() ? "" : ": " + s.skip_reason) << ")";
+    os << "\n";
   }
   for (const auto& f : failures) {
     os << "  FAILED " << f.property << " at case " << f.case_index << ", shrunk in "
@@ -48,7 +54,31 @@ ShrinkResult shrink_failure(Backend& backend, const PropertyInfo& property, cons
   return r;
 }
 
+int32_t shard_cases(int32_t cases, int32_t index, int32_t count) {
+  if (cases <= index) return 0;
+  return (cases - index + count - 1) / count;
+}
+
+uint64_t case_identity(int32_t case_index, const Case& c) {
+  scenarios::Scenario sc;
+  sc.spec = c;
+  const std::string text = std::to_string(case_index) + ":" + scenarios::to_json(sc);
+  uint64_t h = 14695981039346656037ull;  // FNV-1a 64
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
+  if (o.shard_count < 1) {
+    throw InvalidInput("shard", -1, "shard count " + std::to_string(o.shard_count) + " < 1");
+  }
+  if (o.shard_index < 0 || o.shard_index >= o.shard_count) {
+    throw InvalidInput("shard", o.shard_index,
+                       "shard index outside [0, " + std::to_string(o.shard_count) + ")");
+  }
   const auto start = std::chrono::steady_clock::now();
   std::vector<const PropertyInfo*> selected;
   if (o.properties.empty()) {
@@ -58,23 +88,32 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
   }
   FuzzReport report;
   report.seed = o.seed;
-  for (const auto* p : selected) report.stats.push_back({std::string(p->name), 0, 0, 0});
+  report.cases_planned = o.cases;
+  report.shard_index = o.shard_index;
+  report.shard_count = o.shard_count;
+  const int32_t planned = shard_cases(o.cases, o.shard_index, o.shard_count);
+  for (const auto* p : selected) report.stats.push_back({std::string(p->name), 0, 0, 0, ""});
   std::vector<bool> dead(selected.size(), false);
   const std::string label = o.backend_label.empty() ? backend.name() : o.backend_label;
 
   rc::Gen<Case> gen = gen_case(o.gen);
   rc::Random random(o.seed);
   for (int32_t n = 0; n < o.cases; ++n) {
-    // One independent stream per case: case n is the same whatever the other cases did.
-    Case c = gen(random.split(), rc::kNominalSize).value();
+    // One independent stream per case: case n is the same whatever the other cases did, and
+    // whichever shard runs it (the split happens for every n, run here or not).
+    rc::Random stream = random.split();
+    if (n % o.shard_count != o.shard_index) continue;
+    Case c = gen(stream, rc::kNominalSize).value();
     ++report.cases_run;
+    report.case_digest += case_identity(n, c);
+    if (o.on_generated) o.on_generated(n, c);
     bool any_failed = false;
     for (size_t k = 0; k < selected.size(); ++k) {
       if (dead[k]) continue;
       PropertyResult res = selected[k]->fn(backend, c);
       PropertyStats& st = report.stats[k];
       if (res.skipped) {
-        ++st.skipped;
+        if (st.skipped++ == 0) st.skip_reason = res.detail;
         continue;
       }
       if (res.ok) {
@@ -107,7 +146,7 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
       }
       report.failures.push_back(std::move(f));
     }
-    if (o.on_case) o.on_case(n + 1, o.cases);
+    if (o.on_case) o.on_case(report.cases_run, planned);
     if (any_failed && o.stop_at_first_failure) break;
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -24,15 +24,35 @@ struct CampaignOptions {
   bool stop_at_first_failure = false;   // stop the campaign when any property fails
   std::string backend_label;            // written into scenarios; empty = backend.name()
   // Called after each case with (cases done, cases planned), for progress output; may be empty.
+  // In a shard both count this shard's cases only.
   std::function<void(int32_t done, int32_t total)> on_case;
+  // Called with each case this run will execute (0-based campaign index), before its properties
+  // run; may be empty. Tests use it to compare the cases of shards with the whole campaign.
+  std::function<void(int32_t case_index, const Case& c)> on_generated;
   GenOptions gen;
+  // Sharding: this run executes campaign case i (0-based) iff i % shard_count == shard_index.
+  // Case i is generated from the i-th split of the seed's stream whatever the shard, so the N
+  // shards of a campaign run disjoint sets of cases whose union is exactly the unsharded
+  // campaign's cases. 0 <= shard_index < shard_count.
+  int32_t shard_index = 0;
+  int32_t shard_count = 1;
 };
+
+// How many of a campaign's `cases` fall into shard `index` of `count`.
+int32_t shard_cases(int32_t cases, int32_t index, int32_t count);
+
+// A case's identity: a 64-bit hash (FNV-1a) of its campaign index and its full scenario JSON.
+// Summed over a run's cases (mod 2^64) it gives FuzzReport::case_digest, which is independent of
+// order, so the digests of a campaign's shards add up to the unsharded campaign's digest.
+uint64_t case_identity(int32_t case_index, const Case& c);
 
 struct PropertyStats {
   std::string property;
   int32_t passed = 0;
   int32_t failed = 0;
   int32_t skipped = 0;
+  std::string skip_reason;  // the first skip's detail (why the backend refused the case)
+  bool ran() const { return passed + failed > 0; }  // at least one case checked something
 };
 
 struct Failure {
@@ -48,7 +68,11 @@ struct Failure {
 
 struct FuzzReport {
   uint64_t seed = 0;
-  int32_t cases_run = 0;
+  int32_t cases_planned = 0;  // the whole campaign's cases (CampaignOptions::cases)
+  int32_t shard_index = 0;
+  int32_t shard_count = 1;
+  int32_t cases_run = 0;     // cases this run executed (this shard's, when sharded)
+  uint64_t case_digest = 0;  // sum of case_identity over the cases run
   double seconds = 0;
   std::vector<PropertyStats> stats;  // in all_properties() order, selected ones only
   std::vector<Failure> failures;
@@ -57,6 +81,7 @@ struct FuzzReport {
 };
 
 // Generates options.cases cases from options.seed (gen_case), runs every selected property on each
+// case of the selected shard (all of them unless sharded)
 // against `backend`, shrinks each failure (a property fails at most once per campaign: after its
 // first failure it is not run again) and writes it to out_dir as
 // "<property>-<backend>-<seed>-<case>.json". Deterministic in the seed for a deterministic backend.

@@ -8,6 +8,7 @@
 
 #include "cli/backends.h"
 #include "cli/commands.h"
+#include "mlaverify/backend.h"
 #include "mlaverify/error.h"
 
 namespace mlaverify::cli {
@@ -71,13 +72,138 @@ TEST(Cli, FuzzFindsMutantAndReplayReproducesIt) {
   EXPECT_EQ(replay(r, on_mutant), 1) << on_mutant.str();
 }
 
-TEST(Cli, ReplayRejectsCorruptFile) {
+// A corrupt file is bad input (exit 2) naming the JSON field; it is reported, not thrown, so the
+// other files of the run still replay.
+TEST(Cli, ReplayReportsCorruptFileAsBadInput) {
   const std::filesystem::path dir = fresh_dir("corrupt");
   std::ofstream(dir / "bad.json") << "{\"spec\": {\"requests\": [{\"parents\": [3]}]}";
   ReplayOptions r;
   r.paths = {dir / "bad.json"};
   std::ostringstream out;
-  EXPECT_THROW(replay(r, out), InvalidInput);
+  const ReplayResult res = run_replay(r, out);
+  EXPECT_EQ(res.exit_code, kExitBadInput) << out.str();
+  ASSERT_EQ(res.entries.size(), 1u);
+  EXPECT_EQ(res.entries[0].status, "bad_input");
+  EXPECT_EQ(res.entries[0].field, "json") << res.entries[0].detail;
+}
+
+// A backend that refuses every case (a GPU backend without a GPU, a kernel without the generated
+// formats): what it refused was not verified, which is never green.
+class RefuseAll : public Backend {
+ public:
+  std::string name() const override { return "refuse-all"; }
+  Support can_implement(const VerifyParams&) const override {
+    return Support::no("no device for this test");
+  }
+  size_t workspace_bytes(const VerifyParams&) const override { return 0; }
+  void run(const VerifyParams&) override { throw Unsupported("no device for this test"); }
+};
+
+TEST(Cli, CampaignOnARefusingBackendIsNotGreen) {
+  RefuseAll backend;
+  FuzzOptions o;
+  o.backend = "refuse-all";
+  o.cases = 3;
+  o.properties = {"vs_model", "metadata"};
+  std::ostringstream out;
+  const CampaignReport r = run_fuzz(backend, o, out);
+  EXPECT_EQ(r.exit_code, kExitFail) << out.str();
+  EXPECT_TRUE(r.failures.empty()) << out.str();
+  // metadata checks the batch's metadata without running the backend, so it ran: only vs_model
+  // is named, even though the campaign as a whole checked something.
+  ASSERT_EQ(r.not_verified.size(), 1u) << out.str();
+  EXPECT_EQ(r.stats[1].passed, 3) << out.str();
+  EXPECT_NE(r.not_verified[0].find("vs_model never ran"), std::string::npos) << r.not_verified[0];
+  EXPECT_NE(r.not_verified[0].find("no device for this test"), std::string::npos)
+      << r.not_verified[0];
+  EXPECT_NE(out.str().find("NOT VERIFIED: vs_model never ran"), std::string::npos) << out.str();
+}
+
+TEST(Cli, SelfcheckOnARefusingBackendIsNotGreen) {
+  RefuseAll backend;
+  SelfcheckOptions o;
+  o.cases_per_config = 1;
+  std::ostringstream out;
+  const SelfcheckResult r = run_selfcheck(backend, backend, o, out);
+  EXPECT_EQ(r.exit_code, kExitFail) << out.str();
+  EXPECT_EQ(r.failed, 0) << out.str();
+  EXPECT_NE(out.str().find("NOT VERIFIED: vs_model never ran on the model"), std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("NOT VERIFIED: cpu vs_model skipped"), std::string::npos) << out.str();
+  // The real pair passes.
+  std::ostringstream real;
+  EXPECT_EQ(run_selfcheck(o, real).exit_code, kExitPass) << real.str();
+}
+
+TEST(Cli, ReplayOnARefusingBackendIsNotGreen) {
+  ReplayOptions r;
+  r.paths = {std::filesystem::path(MLAV_SCENARIO_CASES_DIR) / "hand_mtp_chain4_tile_plus_one.json"};
+  RefuseAll backend;
+  std::ostringstream out;
+  ReplayResult res = run_replay(backend, r, out);
+  EXPECT_EQ(res.exit_code, kExitFail) << out.str();
+  EXPECT_EQ(res.skipped, 1) << out.str();
+  EXPECT_NE(out.str().find("1 scenario(s) skipped by refuse-all"), std::string::npos) << out.str();
+  // --allow-skipped forgives a skip, but not a replay in which nothing ran at all.
+  r.allow_skipped = true;
+  std::ostringstream out2;
+  res = run_replay(backend, r, out2);
+  EXPECT_EQ(res.exit_code, kExitFail) << out2.str();
+  EXPECT_NE(out2.str().find("every scenario was skipped"), std::string::npos) << out2.str();
+  // ... and with the CPU backend the same file is green.
+  std::ostringstream out3;
+  EXPECT_EQ(run_replay(*make_backend("cpu"), r, out3).exit_code, kExitPass) << out3.str();
+}
+
+// The merge contract at the function level: shards of one campaign only, each exactly once.
+TEST(Cli, MergeRefusesReportsOfDifferentCampaigns) {
+  CampaignReport a;
+  a.backend = "cpu";
+  a.seed = 1;
+  a.cases = 4;
+  a.properties = {"vs_model"};
+  a.stats = {{"vs_model", 2, 0, 0, ""}};
+  a.shard_count = 2;
+  a.cases_run = 2;
+  CampaignReport b = a;
+  b.shard_index = 1;
+  EXPECT_EQ(merge_reports({a, b}, {"a", "b"}).exit_code, kExitPass);
+  EXPECT_EQ(merge_reports({a, b}, {"a", "b"}).cases_run, 4);
+  auto field_of = [](const std::vector<CampaignReport>& shards) {
+    try {
+      merge_reports(shards, {"a", "b", "c"});
+    } catch (const InvalidInput& e) {
+      return e.field();
+    }
+    return std::string("accepted");
+  };
+  CampaignReport other_seed = b;
+  other_seed.seed = 2;
+  EXPECT_EQ(field_of({a, other_seed}), "seed");
+  CampaignReport other_backend = b;
+  other_backend.backend = "cpu-folded";
+  EXPECT_EQ(field_of({a, other_backend}), "backend");
+  CampaignReport other_props = b;
+  other_props.properties = {"metadata"};
+  EXPECT_EQ(field_of({a, other_props}), "properties");
+  CampaignReport other_count = b;
+  other_count.shard_count = 3;
+  EXPECT_EQ(field_of({a, other_count}), "shard_count");
+  EXPECT_EQ(field_of({a}), "shard_index");        // shard 1 missing
+  EXPECT_EQ(field_of({a, b, b}), "shard_index");  // shard 1 twice
+  CampaignReport short_run = b;
+  short_run.cases_run = 1;
+  EXPECT_EQ(field_of({a, short_run}), "cases_run");
+}
+
+TEST(Cli, ShardSyntax) {
+  int32_t k = -1, n = -1;
+  parse_shard("3/8", k, n);
+  EXPECT_EQ(k, 3);
+  EXPECT_EQ(n, 8);
+  for (const char* bad : {"8/8", "-1/8", "0/0", "3", "3/", "/8", "a/b", "3/8x", " 3/8"}) {
+    EXPECT_THROW(parse_shard(bad, k, n), InvalidInput) << bad;
+  }
 }
 
 }  // namespace
