@@ -11,6 +11,7 @@
 
 #include "cli/backends.h"
 #include "cli/commands.h"
+#include "cli/convert.h"
 #include "cli/dump_commands.h"
 #include "cli/json_io.h"
 #include "cli/progress.h"
@@ -233,6 +234,26 @@ int main(int argc, char** argv) {
     c.run = [&](std::ostream& human, bool json) {
       sh.json = json;
       return cli::show(sh, json ? std::cout : human);
+    };
+  }
+
+  cli::ConvertOptions cv;  // convert (cli/convert.h): a mask file (docs/spec.md §11) re-encoded
+  {
+    Command& c = add("convert",
+                     "Re-encode a mask file or server dump in another mask format, every other "
+                     "tensor kept (docs/spec.md §11)");
+    c.app->add_option("in", cv.in, "Mask file or server dump (.safetensors)")->required();
+    c.app->add_option("out", cv.out, "Output file")->required();
+    c.app->add_option("--to", cv.to,
+                      "full_mask (or full), qlen_only, qlen_only_bitpacking, flashinfer_packed, "
+                      "draft_bits, or parents (the trees as a JSON list of parent arrays)")
+        ->required();
+    c.app->add_option("--indptr", cv.indptr, "mask_indptr convention: csr or offsets");
+    c.app->add_option("--word-bytes", cv.word_bytes, "qlen_only_bitpacking word: 1, 2 or 4");
+    c.app->add_option("--max-memory", cv.max_memory, "Bytes the input may hold (default 8 GiB)");
+    c.run = [&](std::ostream& human, bool json) {
+      cv.json = json;
+      return cli::convert(cv, json ? std::cout : human);
     };
   }
 

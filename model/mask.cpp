@@ -198,31 +198,58 @@ void set_le_bit(std::vector<uint8_t>& bytes, int64_t bit) {
 
 }  // namespace
 
-EncodedMask encode_mask(MaskFormat format, std::span<const DraftTree> trees,
-                        std::span<const int64_t> prefix_lens, IndptrConvention conv,
-                        int32_t word_bytes) {
-  if (trees.empty()) throw InvalidInput("trees", -1, "empty batch");
-  if (prefix_lens.size() != trees.size()) {
+namespace {
+
+// The one encoder: request i's D_i x D_i block (every bit, so garbage above the diagonal survives)
+// and, for the formats that store them, its D_i x P_i prefix columns (ones when none are given).
+// `what` names the caller's input in errors ("trees" for encode_mask, "blocks" otherwise).
+EncodedMask encode_blocks(MaskFormat format, std::span<const BitRows> blocks,
+                          std::span<const int64_t> prefix_lens, IndptrConvention conv,
+                          int32_t word_bytes, std::span<const BitRows> prefix_blocks,
+                          const char* what) {
+  if (blocks.empty()) throw InvalidInput(what, -1, "empty batch");
+  if (prefix_lens.size() != blocks.size()) {
     throw InvalidInput("prefix_lens", -1,
                        "has " + str(static_cast<int64_t>(prefix_lens.size())) + " entries for " +
-                           str(static_cast<int64_t>(trees.size())) + " trees");
+                           str(static_cast<int64_t>(blocks.size())) + " " + what);
   }
   if (conv != IndptrConvention::Csr && conv != IndptrConvention::OffsetsOnly) {
     throw InvalidInput("conv", -1, "unknown convention " + str(static_cast<int32_t>(conv)));
   }
-  const int64_t bs = static_cast<int64_t>(trees.size());
+  const int64_t bs = static_cast<int64_t>(blocks.size());
+  const bool with_prefix = !prefix_blocks.empty() && uses_indptr(format);
+  if (with_prefix && prefix_blocks.size() != blocks.size()) {
+    throw InvalidInput("prefix_blocks", -1,
+                       "has " + str(static_cast<int64_t>(prefix_blocks.size())) +
+                           " entries for " + str(bs) + " " + what);
+  }
   int32_t max_d = 0;
   int64_t total_q = 0;
   for (int64_t i = 0; i < bs; ++i) {
     if (prefix_lens[i] < 0)
       throw InvalidInput("prefix_lens", i, "negative: " + str(prefix_lens[i]));
-    max_d = std::max(max_d, trees[i].size());
-    total_q += trees[i].size();
+    if (blocks[i].rows() != blocks[i].cols()) {
+      throw InvalidInput(what, i,
+                         "block of " + str(blocks[i].rows()) + " x " + str(blocks[i].cols()) +
+                             " is not square");
+    }
+    if (with_prefix && (prefix_blocks[i].rows() != blocks[i].rows() ||
+                        prefix_blocks[i].cols() != prefix_lens[i])) {
+      throw InvalidInput("prefix_blocks", i,
+                         str(prefix_blocks[i].rows()) + " x " + str(prefix_blocks[i].cols()) +
+                             ", expected D_i x P_i = " + str(blocks[i].rows()) + " x " +
+                             str(prefix_lens[i]));
+    }
+    max_d = std::max(max_d, blocks[i].rows());
+    total_q += blocks[i].rows();
   }
   if (total_q > INT32_MAX) {
-    throw InvalidInput("trees", -1,
+    throw InvalidInput(what, -1,
                        "total draft tokens " + str(total_q) + " overflow int32 qo_indptr");
   }
+  auto prefix_bit = [&](int64_t i, int32_t t, int64_t c) {
+    return !with_prefix || prefix_blocks[i].test(t, static_cast<int32_t>(c));
+  };
 
   EncodedMask m;
   m.format = format;
@@ -233,26 +260,35 @@ EncodedMask encode_mask(MaskFormat format, std::span<const DraftTree> trees,
     case MaskFormat::FlashInferPacked: {
       std::vector<int64_t> starts(bs + 1, 0);  // [bs + 1] CSR; trimmed to [bs] for OffsetsOnly
       for (int64_t i = 0; i < bs; ++i) {
-        int64_t size = segment_size(format, trees[i].size(), prefix_lens[i], "prefix_lens", i);
+        int64_t size = segment_size(format, blocks[i].rows(), prefix_lens[i], "prefix_lens", i);
         starts[i + 1] = add(starts[i], size, "prefix_lens", i);
       }
       m.len = starts[bs];
       m.data.assign(static_cast<size_t>(m.len), 0);  // [len] bytes
       for (int64_t i = 0; i < bs; ++i) {
-        const int64_t d = trees[i].size();
+        const BitRows& block = blocks[i];  // [D, D]
+        const int64_t d = block.rows();
         const int64_t p = prefix_lens[i];
-        const BitRows block = trees[i].ancestor_bits();  // [D, D]
         for (int64_t t = 0; t < d; ++t) {
           const int64_t row = t * (p + d);  // element index within the segment
+          const auto tt = static_cast<int32_t>(t);
           if (format == MaskFormat::FullMask) {
             uint8_t* out = m.data.data() + starts[i] + row;
-            std::fill_n(out, p, uint8_t{1});  // prefix columns: every draft query sees the prefix
-            for (int64_t j = 0; j < d; ++j) out[p + j] = block.test(t, j) ? 1 : 0;
+            if (with_prefix) {
+              for (int64_t c = 0; c < p; ++c) out[c] = prefix_bit(i, tt, c) ? 1 : 0;
+            } else {
+              std::fill_n(out, p, uint8_t{1});  // prefix columns: every draft query sees the prefix
+            }
+            for (int64_t j = 0; j < d; ++j) {
+              out[p + j] = block.test(tt, static_cast<int32_t>(j)) ? 1 : 0;
+            }
           } else {
             const int64_t seg_bit = starts[i] * 8;  // segments start on whole bytes
-            for (int64_t c = 0; c < p; ++c) set_le_bit(m.data, seg_bit + row + c);
+            for (int64_t c = 0; c < p; ++c) {
+              if (prefix_bit(i, tt, c)) set_le_bit(m.data, seg_bit + row + c);
+            }
             for (int64_t j = 0; j < d; ++j) {
-              if (block.test(t, j)) set_le_bit(m.data, seg_bit + row + p + j);
+              if (block.test(tt, static_cast<int32_t>(j))) set_le_bit(m.data, seg_bit + row + p + j);
             }
           }
         }
@@ -264,21 +300,23 @@ EncodedMask encode_mask(MaskFormat format, std::span<const DraftTree> trees,
     case MaskFormat::QlenOnly: {
       const int64_t s = max_d;
       m.draft_stride = max_d;
-      m.len = mul(mul(bs, s, "trees", -1), s, "trees", -1);
+      m.len = mul(mul(bs, s, what, -1), s, what, -1);
       m.data.assign(static_cast<size_t>(m.len), 0);  // [bs, S, S] bytes, padding zero
       for (int64_t i = 0; i < bs; ++i) {
-        const BitRows block = trees[i].ancestor_bits();  // [D, D]
-        for (int32_t t = 0; t < trees[i].size(); ++t) {
-          for (int32_t j = 0; j <= t; ++j) m.data[(i * s + t) * s + j] = block.test(t, j) ? 1 : 0;
+        const BitRows& block = blocks[i];  // [D, D]
+        for (int32_t t = 0; t < block.rows(); ++t) {
+          for (int32_t j = 0; j < block.rows(); ++j) {
+            m.data[(i * s + t) * s + j] = block.test(t, j) ? 1 : 0;
+          }
         }
       }
       break;
     }
     case MaskFormat::QlenOnlyBitpacking: {
       for (int64_t i = 0; i < bs; ++i) {
-        if (trees[i].size() > 32) {
-          throw InvalidInput("trees", i,
-                             "D_i = " + str(trees[i].size()) +
+        if (blocks[i].rows() > 32) {
+          throw InvalidInput(what, i,
+                             "D_i = " + str(blocks[i].rows()) +
                                  " exceeds the 32 columns QLEN_ONLY_BITPACKING can hold");
         }
       }
@@ -295,10 +333,10 @@ EncodedMask encode_mask(MaskFormat format, std::span<const DraftTree> trees,
       m.len = bs * s * word_bytes;
       m.data.assign(static_cast<size_t>(m.len), 0);  // [bs, S] words of word_bytes, little-endian
       for (int64_t i = 0; i < bs; ++i) {
-        const BitRows block = trees[i].ancestor_bits();  // [D, D]
-        for (int32_t t = 0; t < trees[i].size(); ++t) {
+        const BitRows& block = blocks[i];  // [D, D]
+        for (int32_t t = 0; t < block.rows(); ++t) {
           const int64_t word_bit = (i * s + t) * word_bytes * 8;
-          for (int32_t j = 0; j <= t; ++j) {
+          for (int32_t j = 0; j < block.rows(); ++j) {
             if (block.test(t, j)) set_le_bit(m.data, word_bit + j);
           }
         }
@@ -312,14 +350,14 @@ EncodedMask encode_mask(MaskFormat format, std::span<const DraftTree> trees,
       m.data.assign(static_cast<size_t>(m.len) * 4, 0);  // [T, S] uint32, little-endian bytes
       int64_t q_begin = 0;
       for (int64_t i = 0; i < bs; ++i) {
-        const BitRows block = trees[i].ancestor_bits();  // [D, D]
-        for (int32_t t = 0; t < trees[i].size(); ++t) {
+        const BitRows& block = blocks[i];  // [D, D]
+        for (int32_t t = 0; t < block.rows(); ++t) {
           const int64_t row_bit = (q_begin + t) * s * 32;
-          for (int32_t j = 0; j <= t; ++j) {
+          for (int32_t j = 0; j < block.rows(); ++j) {
             if (block.test(t, j)) set_le_bit(m.data, row_bit + j);
           }
         }
-        q_begin += trees[i].size();
+        q_begin += block.rows();
       }
       break;
     }
@@ -328,6 +366,26 @@ EncodedMask encode_mask(MaskFormat format, std::span<const DraftTree> trees,
   }
   return m;
 }
+
+}  // namespace
+
+EncodedMask encode_mask(MaskFormat format, std::span<const DraftTree> trees,
+                        std::span<const int64_t> prefix_lens, IndptrConvention conv,
+                        int32_t word_bytes) {
+  std::vector<BitRows> blocks;
+  blocks.reserve(trees.size());
+  for (const DraftTree& t : trees) blocks.push_back(t.ancestor_bits());  // [D, D]
+  return encode_blocks(format, blocks, prefix_lens, conv, word_bytes, {}, "trees");
+}
+
+EncodedMask encode_mask_blocks(MaskFormat format, std::span<const BitRows> draft_blocks,
+                               std::span<const int64_t> prefix_lens, IndptrConvention conv,
+                               int32_t word_bytes, std::span<const BitRows> prefix_blocks) {
+  return encode_blocks(format, draft_blocks, prefix_lens, conv, word_bytes, prefix_blocks,
+                       "blocks");
+}
+
+bool mask_has_prefix_columns(MaskFormat format) { return uses_indptr(format); }
 
 void attach_mask(VerifyParams& p, const EncodedMask& m) {
   p.mask_format = m.format;
@@ -358,6 +416,27 @@ BitRows draft_block(const VerifyParams& p, int32_t request) {
   for (int32_t t = 0; t < v.draft_nodes; ++t) {
     for (int32_t j = 0; j < v.draft_nodes; ++j) {
       if (v.read(t, j)) block.set(t, j);
+    }
+  }
+  return block;
+}
+
+BitRows prefix_block(const VerifyParams& p, int32_t request) {
+  if (!uses_indptr(p.mask_format)) {
+    throw InvalidInput("mask_format", -1,
+                       "format " + str(static_cast<int32_t>(p.mask_format)) +
+                           " stores no prefix columns");
+  }
+  const RequestView v = view_request(p, request);
+  if (v.prefix_len > INT32_MAX) {
+    throw InvalidInput("kv_indptr", request + 1, "prefix length " + str(v.prefix_len) + " too long");
+  }
+  const auto plen = static_cast<int32_t>(v.prefix_len);
+  BitRows block(v.draft_nodes, plen);  // [D_i, P_i]
+  // Column c of the row is draft column c - P_i of the view (its base is the draft block's).
+  for (int32_t t = 0; t < v.draft_nodes; ++t) {
+    for (int32_t c = 0; c < plen; ++c) {
+      if (v.read(t, c - plen)) block.set(t, c);
     }
   }
   return block;

@@ -39,6 +39,20 @@ EncodedMask encode_mask(MaskFormat format, std::span<const DraftTree> trees,
                         std::span<const int64_t> prefix_lens,
                         IndptrConvention conv = IndptrConvention::Csr, int32_t word_bytes = 4);
 
+// The same encoder over decoded visibility blocks instead of trees, so that a mask whose bits are
+// no tree (CUDA-graph padded rows, docs/spec.md §3.5) is still re-encoded bit for bit:
+// draft_blocks[i] is request i's D_i x D_i block (every bit written, upper triangle included).
+// prefix_blocks, when given, holds each request's D_i x P_i prefix columns for the formats that
+// store them (mask_has_prefix_columns); when empty those columns are ones, as encode_mask writes.
+// encode_mask(trees) == encode_mask_blocks(each tree's ancestor_bits()). Errors name "blocks".
+EncodedMask encode_mask_blocks(MaskFormat format, std::span<const BitRows> draft_blocks,
+                               std::span<const int64_t> prefix_lens,
+                               IndptrConvention conv = IndptrConvention::Csr,
+                               int32_t word_bytes = 4, std::span<const BitRows> prefix_blocks = {});
+
+// Whether a format stores each draft row's P_i prefix columns (FullMask, FlashInferPacked).
+bool mask_has_prefix_columns(MaskFormat format);
+
 // Points p's mask fields at m (mask, mask_len, mask_indptr, convention, stride, word size).
 // m must outlive every use of p.
 void attach_mask(VerifyParams& p, const EncodedMask& m);
@@ -51,6 +65,12 @@ bool mask_visible(const VerifyParams& p, int32_t request, int32_t t, int32_t j);
 
 // The whole D_i x D_i visibility block of `request`: bit (t, j) = draft query t sees column j.
 BitRows draft_block(const VerifyParams& p, int32_t request);
+
+// The D_i x P_i prefix columns of `request` as the mask stores them (bit (t, c) = element (t, c) of
+// the request's [D_i, P_i + D_i] rows), for the formats that hold them; no kernel reads them
+// (§3.4), but a faithful conversion keeps them. Same bounds checks as draft_block; InvalidInput
+// for a format without prefix columns.
+BitRows prefix_block(const VerifyParams& p, int32_t request);
 
 // Every read the decoders would make lies inside [0, p.mask_len); a Csr mask_indptr starts at 0,
 // is non-decreasing and holds exactly each request's segment size; an OffsetsOnly one is
