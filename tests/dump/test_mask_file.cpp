@@ -349,6 +349,26 @@ TEST(Convert, GeneratedBatchesRoundTripThroughEveryFormat) {
   }
 }
 
+// Without padding, converting a generated full_mask batch gives exactly the mask the batch
+// builder writes for the same trees in the other format (model::encode_mask over the trees).
+TEST(Convert, MatchesTheBuilderEncodingOfTheSameTrees) {
+  uint64_t seed = 900;
+  for (const std::vector<int32_t>& sizes :
+       {std::vector<int32_t>{1}, {7, 1}, {32, 5}, {33}, {100, 7}}) {
+    const int32_t max_d = *std::max_element(sizes.begin(), sizes.end());
+    ++seed;
+    const MaskFile full =
+        from_batch(make_batch(sizes, F::FullMask, IndptrConvention::Csr, 4, seed, 0));
+    for (F to : kFormats) {
+      if (to == F::QlenOnlyBitpacking && max_d > 32) continue;
+      const model::VerifyBatch want =
+          make_batch(sizes, to, IndptrConvention::Csr, smallest_word(max_d), seed, 0);
+      expect_same_mask(want.mask(), convert_mask_file(full, to).mask,
+                       "full_mask -> " + name(to) + " D max " + std::to_string(max_d));
+    }
+  }
+}
+
 // ---- what a format cannot hold, and files that disagree with themselves ----
 
 TEST(Convert, RefusesWhatAFormatCannotHold) {
