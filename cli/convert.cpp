@@ -85,11 +85,12 @@ std::string parents_json(const dump::MaskFile& m) {
   return dump::int_lists_to_json(lists);
 }
 
-// One line, or with json the error document every command writes.
+// One line ("bad input: " where a field is at fault), or with json the error document every
+// command writes (main.cpp's write_error_json shape).
 void fail(const ConvertOptions& o, const std::string& field, int64_t index,
           const std::string& message, std::ostream& out) {
   if (!o.json) {
-    out << "mlaverify: " << message << "\n";
+    out << "mlaverify: " << (field.empty() ? "" : "bad input: ") << message << "\n";
     return;
   }
   JsonWriter j(out);
@@ -165,7 +166,7 @@ int convert(const ConvertOptions& o, std::ostream& out) {
     }
     return 0;
   } catch (const InvalidInput& e) {
-    fail(o, e.field(), e.index(), std::string("bad input: ") + e.what(), out);
+    fail(o, e.field(), e.index(), e.what(), out);
     return 2;
   } catch (const std::runtime_error& e) {
     fail(o, "", -1, e.what(), out);

@@ -94,5 +94,23 @@ TEST(ConvertCli, BadInputExitsTwoWithOneLine) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+TEST(ConvertCli, JsonSaysWhatWasWrittenOrTheFieldAtFault) {
+  const auto in = kDumps / "k2_padded.safetensors";
+  ConvertOptions o = opts(in, temp("json.safetensors"), "qlen_only_bitpacking");
+  o.json = true;
+  std::string text;
+  ASSERT_EQ(run(o, text), 0) << text;
+  for (const char* part : {"{\"command\":\"convert\",\"exit_code\":0,\"in\":{", "\"format\":\"full_mask\"",
+                           "\"format\":\"qlen_only_bitpacking\"", "\"mask_word_bytes\":1",
+                           "\"notes\":[\"request(s) 2, 3"}) {
+    EXPECT_NE(text.find(part), std::string::npos) << text << " lacks " << part;
+  }
+  o.word_bytes = 3;
+  ASSERT_EQ(run(o, text), 2) << text;
+  EXPECT_NE(text.find("\"exit_code\":2,\"error\":{\"field\":\"--word-bytes\",\"index\":-1"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace mlaverify::cli
