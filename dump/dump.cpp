@@ -278,6 +278,13 @@ ServerDump ServerDump::load(const std::filesystem::path& path, const LoadLimits&
   d.kv_dtype_ = r.floats(kv, d.pool_);
 
   // ---- metadata: layout, heads, scale ----
+  // A mask file in another format (docs/spec.md §11) is no dump until converted.
+  if (meta("mask_format") && f.metadata().at("mask_format") != "full_mask" &&
+      f.metadata().at("mask_format") != "full") {
+    throw InvalidInput(meta_field("mask_format"), -1,
+                       "\"" + f.metadata().at("mask_format") + "\": a dump's custom_mask is "
+                       "FULL_MASK bytes; convert it first (mlaverify convert IN OUT --to full_mask)");
+  }
   if (meta("layout")) {
     const std::string& l = f.metadata().at("layout");
     if (l == "latent-first") {
