@@ -16,12 +16,6 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t d = 0; d < shape.size(); ++d) s += (d ? ", " : "") + str(shape[d]);
-  return s + "]";
-}
-
 bool is_int(StDType d) {
   switch (d) {
     case StDType::BOOL:

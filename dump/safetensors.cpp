@@ -282,6 +282,22 @@ SafetensorsFile SafetensorsFile::read(const std::filesystem::path& path, int64_t
   return parse(std::move(bytes), name);
 }
 
+std::vector<TensorOut> copy_tensors(const SafetensorsFile& f) {
+  std::vector<TensorOut> out;
+  for (const TensorInfo& t : f.tensors()) {
+    TensorOut o{t.name, t.dtype, t.shape, {}};
+    o.bytes.assign(f.data(t), f.data(t) + (t.end - t.begin));
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t d = 0; d < shape.size(); ++d) s += (d ? ", " : "") + std::to_string(shape[d]);
+  return s + "]";
+}
+
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorOut>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   json header = json::object();

@@ -69,6 +69,12 @@ struct TensorOut {
   std::vector<std::byte> bytes;
 };
 
+// Every tensor of `f` as a writable copy, in header order: how a file is edited and rewritten.
+std::vector<TensorOut> copy_tensors(const SafetensorsFile& f);
+
+// "[64, 8, 512]": a shape as error messages print it.
+std::string shape_string(const std::vector<int64_t>& shape);
+
 // Writes a safetensors file (tensors in the given order, packed, header padded with spaces to a
 // multiple of 8 as the reference writer does). Throws std::runtime_error naming the path.
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorOut>& tensors,

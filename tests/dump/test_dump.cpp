@@ -47,12 +47,7 @@ using Edit = std::function<void(std::vector<TensorOut>&, std::map<std::string, s
 std::filesystem::path rewrite(const std::filesystem::path& src, const std::string& name,
                               const Edit& edit) {
   const SafetensorsFile f = SafetensorsFile::read(src, int64_t{1} << 30);
-  std::vector<TensorOut> out;
-  for (const TensorInfo& t : f.tensors()) {
-    TensorOut o{t.name, t.dtype, t.shape, {}};
-    o.bytes.assign(f.data(t), f.data(t) + (t.end - t.begin));
-    out.push_back(std::move(o));
-  }
+  std::vector<TensorOut> out = copy_tensors(f);
   std::map<std::string, std::string> meta = f.metadata();
   edit(out, meta);
   const auto path = temp(name);

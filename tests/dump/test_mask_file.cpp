@@ -397,12 +397,7 @@ std::filesystem::path edited(F format, const std::string& file, const Edit& edit
   const auto conv = temp("base_" + name(format) + ".safetensors");
   write_mask_file(conv, convert_mask_file(read_mask_file(kEagle), format));
   const SafetensorsFile f = SafetensorsFile::read(conv, int64_t{1} << 30);
-  std::vector<TensorOut> out;
-  for (const TensorInfo& t : f.tensors()) {
-    TensorOut o{t.name, t.dtype, t.shape, {}};
-    o.bytes.assign(f.data(t), f.data(t) + (t.end - t.begin));
-    out.push_back(std::move(o));
-  }
+  std::vector<TensorOut> out = copy_tensors(f);
   std::map<std::string, std::string> meta = f.metadata();
   edit(out, meta);
   const auto path = temp(file);
