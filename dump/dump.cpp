@@ -20,12 +20,6 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t d = 0; d < shape.size(); ++d) s += (d ? ", " : "") + str(shape[d]);
-  return s + "]";
-}
-
 // fp16 -> float, exactly (every fp16 value, subnormals included, is a float).
 float half_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
