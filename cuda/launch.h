@@ -25,11 +25,15 @@ struct PartialArgs {
   bool cluster_merge = false;
 };
 
-// Raise the dynamic shared-memory limit of the partial kernel (host call; before capture).
-void prepare_partial_stages2();
+// Raise the dynamic shared-memory limit of the partial kernel (host call; before capture). The
+// 2-stage kernel comes plain (l1_ahead 0) and L1-staged (l1_ahead chunks prefetched into L1;
+// stages2_l1_supported says which distances are compiled); carveout_percent is the preferred
+// shared-memory carveout (cudaFuncAttributePreferredSharedMemoryCarveout; -1: the default).
+bool stages2_l1_supported(int l1_ahead);
+void prepare_partial_stages2(int l1_ahead, int carveout_percent);
 void prepare_partial_stages6();  // defined only where CMAKE_CUDA_ARCHITECTURES holds 90
 // Enqueue the partial kernel, grid (row tiles, num_splits + 1, batch_size).
-void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream);
+void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int l1_ahead);
 void launch_partial_stages6(const PartialArgs& args, CUstream_st* stream);
 // The sm_90a wgmma kernel; defined only where CMAKE_CUDA_ARCHITECTURES holds 90.
 void prepare_partial_wgmma();

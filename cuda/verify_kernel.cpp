@@ -66,6 +66,33 @@ bool choose_cluster_merge(const char* requested, bool folded, int32_t num_splits
                          std::min<int64_t>(grid_blocks, sm_count);
 }
 
+int choose_mma2_l1(const char* requested) {
+  const std::string want = requested ? requested : "";
+  if (want.empty()) return kMma2L1Default;
+  char* end = nullptr;
+  const long v = std::strtol(want.c_str(), &end, 10);
+  if (end == want.c_str() || *end != '\0' || v < 0 || v > 64 ||
+      !detail::stages2_l1_supported(static_cast<int>(v)))
+    throw InvalidInput("MLAV_MMA2_L1", -1,
+                       "\"" + want + "\" is not a compiled L1 prefetch distance: expected 0, 2, 4 or 8");
+  return static_cast<int>(v);
+}
+
+int choose_carveout(const char* requested, int block_smem, int max_smem_per_sm) {
+  const std::string want = requested ? requested : "";
+  if (!want.empty()) {
+    char* end = nullptr;
+    const long v = std::strtol(want.c_str(), &end, 10);
+    if (end == want.c_str() || *end != '\0' || v < -1 || v > 100)
+      throw InvalidInput("MLAV_SMEM_CARVEOUT", -1,
+                         "\"" + want + "\" is not a carveout: expected -1 or a percentage 0..100");
+    return static_cast<int>(v);
+  }
+  if (max_smem_per_sm <= 0) return -1;
+  const int64_t need = int64_t{block_smem} + 1024;
+  return static_cast<int>(std::min<int64_t>(100, ceil_div(need * 100, max_smem_per_sm)));
+}
+
 Support VerifyKernel::can_implement(const VerifyParams& p) {
   return detail::check_static(p, /*check_pointers=*/true);
 }
@@ -103,7 +130,21 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   if (variant_ == KernelVariant::Wgmma) detail::prepare_partial_wgmma();
   if (variant_ == KernelVariant::Mma6) detail::prepare_partial_stages6();
 #endif
-  if (variant_ == KernelVariant::Mma2) detail::prepare_partial_stages2();
+  mma2_l1_ = 0;
+  if (variant_ == KernelVariant::Mma2) {
+    mma2_l1_ = choose_mma2_l1(std::getenv("MLAV_MMA2_L1"));
+    int per_sm = 0;
+    CUDA_CHECK(
+        cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    // The plain kernel keeps the driver's default carveout (as measured through v6) unless
+    // MLAV_SMEM_CARVEOUT says otherwise; the L1-staged one asks for the L1 it stages into.
+    const char* carve = std::getenv("MLAV_SMEM_CARVEOUT");
+    const int carveout = mma2_l1_ > 0 || (carve && *carve)
+                             ? choose_carveout(carve, partial_smem_bytes(kStagesSm120, kColsSm120),
+                                               per_sm)
+                             : -1;
+    detail::prepare_partial_stages2(mma2_l1_, carveout);
+  }
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   folded_ = variant_ == KernelVariant::Wgmma &&
@@ -141,7 +182,7 @@ void VerifyKernel::run() {
   if (variant_ == KernelVariant::Wgmma) detail::launch_partial_wgmma(args, stream_);
   if (variant_ == KernelVariant::Mma6) detail::launch_partial_stages6(args, stream_);
 #endif
-  if (variant_ == KernelVariant::Mma2) detail::launch_partial_stages2(args, stream_);
+  if (variant_ == KernelVariant::Mma2) detail::launch_partial_stages2(args, stream_, mma2_l1_);
   if (!cluster_merge_) detail::launch_merge(args, stream_);
 }
 

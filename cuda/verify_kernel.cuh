@@ -48,6 +48,14 @@ struct Chunking {
   static constexpr int kRowBytes = kCols * 2;
   static constexpr int kNTiles = kCols / 32;  // n8 tiles of a warp's quarter of a V chunk: 2 or 4
   static constexpr int kPairs = kNTiles / 2;  // ldmatrix.x4.trans loads two n8 tiles
+  // Part kPart of a tile (0 .. kPerTile - 1): the k_pe chunk (64 columns, units 0..7 only), or
+  // latent columns kPartOff .. kPartOff + kCols - 1 (K for parts before it, V after it).
+  template <int kPart>
+  static constexpr bool kRopePart = kPart == kKChunks - 1;
+  template <int kPart>
+  static constexpr int kPartOff = kPart < kKChunks - 1    ? kPart * kCols
+                                  : kPart == kKChunks - 1 ? 0
+                                                          : (kPart - kKChunks) * kCols;
 };
 
 // Calls f.template operator()<I>() for I = kBegin .. kEnd - 1, unrolled at compile time.
@@ -67,6 +75,16 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                "r"(src_bytes));
+}
+// The same through L1 (.ca: the source lines are looked up in, and allocated in, L1), for the
+// L1-staged variant of the 2-stage kernel: its chunks were prefetched into L1 a few steps ahead.
+__device__ __forceinline__ void cp_async16_ca(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+// Starts moving the line holding p into L1 (a hint: no register, nothing waits for it).
+__device__ __forceinline__ void prefetch_l1(const void* p) {
+  asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -282,9 +300,14 @@ __device__ __forceinline__ void merge_store_lse(const VerifyParams& p, int64_t t
 // ---------------------------------------------------------------------------------------------
 // Partial kernel. grid = (row tiles, batch_size, num_splits + 1); z == num_splits is the draft.
 // ---------------------------------------------------------------------------------------------
-template <int kStages, int kCols>
+// kL1Ahead > 0 (the L1-staged variant, cuda/NOTES.md v16): every chunk is also prefetched into
+// L1 kL1Ahead chunks before its cp.async is issued, and the cp.async reads through L1 (.ca), so
+// a 2-buffer shared-memory ring waits on L1 hits instead of L2 round trips: L1 acts as a ring of
+// kL1Ahead more chunks (8 KB each) that costs no shared memory. kL1Ahead = 0 is the v6 kernel.
+template <int kStages, int kCols, int kL1Ahead = 0>
 __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs args) {
   static_assert(kStages >= 2, "double buffering at least");
+  static_assert(kL1Ahead >= 0 && kL1Ahead < Chunking<kCols>::kPerTile, "prefetch at most one tile ahead");
   using CK = Chunking<kCols>;
   constexpr int kKChunks = CK::kKChunks;
   constexpr int kVChunks = CK::kVChunks;
@@ -365,22 +388,26 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const __nv_bfloat16* lat_src = pool;   // this thread's first unit of c
   const __nv_bfloat16* rope_src = pool;  // and of k_pe
   int src_bytes = 0;                     // 16, or 0: zero-fill past key_end
-  auto loader_enter_tile = [&](int tile) {
+  // This thread's first latent (rope: second) unit of key ld_key of `tile`, whose slot id is
+  // `slot` (unused for ExtendRows draft keys); the pool's first element outside the split.
+  auto key_src = [&](int tile, int64_t slot, bool rope, bool& ok) -> const __nv_bfloat16* {
     const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key;
-    const bool ok = tile < num_tiles && key < key_end;
-    src_bytes = ok ? 16 : 0;
-    if (!ok) {
-      lat_src = rope_src = pool;  // never read (src-size 0), but a valid address
-    } else if (!slots_from_indices) {
+    ok = tile < num_tiles && key < key_end;
+    if (!ok) return pool;  // never read (src-size 0), but a valid address
+    if (!slots_from_indices) {
       const __nv_bfloat16* row =
           static_cast<const __nv_bfloat16*>(p.k_extend) + (e.q_begin + key) * p.k_extend_stride;
-      lat_src = row + ld_unit * 8;  // k_extend rows are latent-first
-      rope_src = row + kLatentDim + ld_unit * 8;
-    } else {
-      // Prefix keys are the first P_i entries; CacheSlots draft keys follow them.
-      lat_src = pool + p.kv_layout.latent_index(next_slot) + ld_unit * 8;
-      rope_src = pool + p.kv_layout.rope_index(next_slot) + ld_unit * 8;
+      return row + (rope ? kLatentDim : 0) + ld_unit * 8;  // k_extend rows are latent-first
     }
+    // Prefix keys are the first P_i entries; CacheSlots draft keys follow them.
+    return pool + (rope ? p.kv_layout.rope_index(slot) : p.kv_layout.latent_index(slot)) +
+           ld_unit * 8;
+  };
+  auto loader_enter_tile = [&](int tile) {
+    bool ok;
+    lat_src = key_src(tile, next_slot, false, ok);
+    rope_src = key_src(tile, next_slot, true, ok);
+    src_bytes = ok ? 16 : 0;
     if (slots_from_indices) next_slot = load_slot(tile + 1);
   };
   const uint32_t kv_base = smem_addr(kv_s);
@@ -391,16 +418,20 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const uint32_t ld_dst1 = ld_dst0 ^ 16;
   // Issues the chunk holding part `kPart` of the current loader tile into buffer `buf`.
   auto issue_part = [&]<int kPart>(uint32_t buf) {
-    constexpr bool rope = kPart == kKChunks - 1;  // k_pe: 64 columns, units 0..7 only
-    constexpr int off = kPart < kKChunks - 1 ? kPart * kCols
-                        : rope               ? 0
-                                             : (kPart - kKChunks) * kCols;
+    constexpr bool rope = CK::template kRopePart<kPart>;
+    constexpr int off = CK::template kPartOff<kPart>;
     const __nv_bfloat16* src = (rope ? rope_src : lat_src) + off;
-    cp_async16(buf + ld_dst0, src, src_bytes);
-    cp_async16(buf + ld_dst1, src + 8, src_bytes);
+    auto copy = [&](uint32_t dst, const __nv_bfloat16* from) {
+      if constexpr (kL1Ahead > 0)
+        cp_async16_ca(dst, from, src_bytes);
+      else
+        cp_async16(dst, from, src_bytes);
+    };
+    copy(buf + ld_dst0, src);
+    copy(buf + ld_dst1, src + 8);
     if constexpr (kCols == 128 && !rope) {
-      cp_async16(buf + ld_dst0 + 128, src + 64, src_bytes);
-      cp_async16(buf + ld_dst1 + 128, src + 72, src_bytes);
+      copy(buf + ld_dst0 + 128, src + 64);
+      copy(buf + ld_dst1 + 128, src + 72);
     }
   };
 
@@ -448,6 +479,14 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     issue_part.template operator()<kP>(kv_base + kP * kChunkElems * 2);
     cp_async_commit();
   });
+  // The L1-staged variant: the first kL1Ahead chunks after those into L1 (all in tile 0).
+  static_for<kStages - 1, kStages - 1 + kL1Ahead>([&]<int kP>() {
+    static_assert(kP < kChunksPerTile, "the prologue stays inside tile 0");
+    constexpr bool rope = CK::template kRopePart<kP>;
+    prefetch_l1((rope ? rope_src : lat_src) + CK::template kPartOff<kP>);
+    if constexpr (kCols == 128 && !rope)
+      prefetch_l1((rope ? rope_src : lat_src) + CK::template kPartOff<kP> + 64);
+  });
   static_assert(kStages - 1 < kChunksPerTile, "the prologue stays inside tile 0");
 
   // One pipeline step for part kPart of the current tile: wait for its chunk, then issue the chunk
@@ -461,6 +500,26 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     const int wr = rd == 0 ? kStages - 1 : rd - 1;
     issue_part.template operator()<ahead_part>(kv_base + wr * kChunkElems * 2);
     cp_async_commit();
+    if constexpr (kL1Ahead > 0) {
+      // The chunk kL1Ahead after the one just issued, into L1: in the loader's tile (whose
+      // pointers are set) or the next one (its slot id was loaded when the loader entered this
+      // one, at least kChunksPerTile - kL1Ahead steps ago). Each of a key's 4 threads touches
+      // its own 32-byte sector of the key's 128-byte run, so the whole run is requested.
+      constexpr int pf = ahead + kL1Ahead;
+      constexpr int pf_part = pf % kChunksPerTile;
+      constexpr bool pf_next = pf / kChunksPerTile != ahead / kChunksPerTile;
+      constexpr bool rope = CK::template kRopePart<pf_part>;
+      constexpr int off = CK::template kPartOff<pf_part>;
+      const __nv_bfloat16* src;
+      if constexpr (pf_next) {
+        bool ok;
+        src = key_src(tile + pf / kChunksPerTile, next_slot, rope, ok);
+      } else {
+        src = rope ? rope_src : lat_src;
+      }
+      prefetch_l1(src + off);
+      if constexpr (kCols == 128 && !rope) prefetch_l1(src + off + 64);
+    }
     const uint32_t buf = kv_base + rd * kChunkElems * 2;
     rd = rd + 1 == kStages ? 0 : rd + 1;
     return buf;

@@ -68,6 +68,19 @@ const char* variant_name(KernelVariant v);
 // variant this device or build cannot run is Unsupported; neither is ever silently replaced.
 KernelVariant choose_variant(const char* requested, int major, int minor, bool hopper_compiled);
 
+// The 2-stage kernel's L1 staging (cuda/NOTES.md v16): how many 8 KB chunks each chunk is
+// prefetched into L1 before its cp.async, 0 for the plain v6 kernel. `requested` is
+// MLAV_MMA2_L1: null or "" for the default (kMma2L1Default), else a compiled distance (0, 2, 4,
+// 8); anything else is InvalidInput naming MLAV_MMA2_L1.
+inline constexpr int kMma2L1Default = 0;
+int choose_mma2_l1(const char* requested);
+// The preferred shared-memory carveout (percent of the SM's maximum) for a kernel that uses
+// `block_smem` bytes per block, one block per SM, and wants the rest of the SM's L1/shared array
+// as L1: the smallest percentage that holds the block and the 1 KB the driver reserves per
+// block. `requested` is MLAV_SMEM_CARVEOUT (null or "": this rule; an integer -1..100 forces it,
+// 100 leaving L1 the least, as the RTX PRO 6000 has with a 99 KB block).
+int choose_carveout(const char* requested, int block_smem, int max_smem_per_sm);
+
 // The split plan for the wgmma kernel, from static sizes only (so it holds for a captured graph):
 // unfolded, the draft of each row tile gets a block of its own, which runs on the SMs the prefix
 // blocks leave free; folded (split_plan.h), the draft tiles join the prefix splits and the splits
@@ -116,6 +129,8 @@ class VerifyKernel {
   // Whether the partial kernel merges in clusters (choose_cluster_merge with MLAV_MERGE) rather
   // than through the merge kernel.
   bool cluster_merge() const { return cluster_merge_; }
+  // The 2-stage kernel's L1 prefetch distance in chunks (choose_mma2_l1; 0 for other variants).
+  int mma2_l1() const { return mma2_l1_; }
 
  private:
   VerifyParams params_{};
@@ -124,6 +139,7 @@ class VerifyKernel {
   KernelVariant variant_ = KernelVariant::Mma2;
   bool folded_ = false;
   bool cluster_merge_ = false;
+  int mma2_l1_ = 0;
   bool initialized_ = false;
 };
 

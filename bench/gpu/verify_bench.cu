@@ -298,6 +298,8 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   if (g_variant == "wgmma") g_variant += kernels[0].folded() ? "/folded" : "/unfolded";
   if (g_variant == "wgmma/folded")
     g_variant += kernels[0].cluster_merge() ? "/cluster-merge" : "/merge-kernel";
+  if (g_variant == "mma.sync x2" && kernels[0].mma2_l1() > 0)
+    g_variant += "/L1+" + std::to_string(kernels[0].mma2_l1());
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -346,6 +348,10 @@ int main(int argc, char** argv) {
   std::printf("device: %s, %d SMs, L2 %d MB, cc %d.%d, MLAV_CUDA_KERNEL=%s\n", prop.name, sms,
               prop.l2CacheSize >> 20, prop.major, prop.minor,
               kernel_env ? kernel_env : "(default)");
+  const char* l1_env = std::getenv("MLAV_MMA2_L1");
+  const char* carve_env = std::getenv("MLAV_SMEM_CARVEOUT");
+  std::printf("MLAV_MMA2_L1=%s MLAV_SMEM_CARVEOUT=%s\n", l1_env ? l1_env : "(default)",
+              carve_env ? carve_env : "(default)");
 
   if (!only.empty()) {
     for (const Workload& w : kWorkloads)
