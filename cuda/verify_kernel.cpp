@@ -66,15 +66,24 @@ bool choose_cluster_merge(const char* requested, bool folded, int32_t num_splits
                          std::min<int64_t>(grid_blocks, sm_count);
 }
 
-int choose_mma2_l1(const char* requested) {
+int choose_mma2_ring(const char* requested) {
+  const std::string want = requested ? requested : "";
+  if (want.empty()) return kMma2RingDefault;
+  if (want == "2") return 2;
+  if (want == "3") return 3;
+  throw InvalidInput("MLAV_MMA2_RING", -1,
+                     "\"" + want + "\" is not a ring: expected 2 (buffers and P) or 3 (P in the ring)");
+}
+
+int choose_mma2_l1(const char* requested, int ring) {
   const std::string want = requested ? requested : "";
   if (want.empty()) return kMma2L1Default;
   char* end = nullptr;
   const long v = std::strtol(want.c_str(), &end, 10);
   if (end == want.c_str() || *end != '\0' || v < 0 || v > 64 ||
-      !detail::stages2_l1_supported(static_cast<int>(v)))
+      !detail::stages2_supported(ring, static_cast<int>(v)))
     throw InvalidInput("MLAV_MMA2_L1", -1,
-                       "\"" + want + "\" is not a compiled L1 prefetch distance: expected 0, 2, 4 or 8");
+                       "\"" + want + "\" is not a compiled L1 prefetch distance: expected 0, 2 or 4");
   return static_cast<int>(v);
 }
 
@@ -130,9 +139,11 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   if (variant_ == KernelVariant::Wgmma) detail::prepare_partial_wgmma();
   if (variant_ == KernelVariant::Mma6) detail::prepare_partial_stages6();
 #endif
+  mma2_ring_ = kMma2RingDefault;
   mma2_l1_ = 0;
   if (variant_ == KernelVariant::Mma2) {
-    mma2_l1_ = choose_mma2_l1(std::getenv("MLAV_MMA2_L1"));
+    mma2_ring_ = choose_mma2_ring(std::getenv("MLAV_MMA2_RING"));
+    mma2_l1_ = choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), mma2_ring_);
     int per_sm = 0;
     CUDA_CHECK(
         cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
@@ -143,7 +154,7 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
                              ? choose_carveout(carve, partial_smem_bytes(kStagesSm120, kColsSm120),
                                                per_sm)
                              : -1;
-    detail::prepare_partial_stages2(mma2_l1_, carveout);
+    detail::prepare_partial_stages2(mma2_ring_, mma2_l1_, carveout);
   }
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -182,7 +193,7 @@ void VerifyKernel::run() {
   if (variant_ == KernelVariant::Wgmma) detail::launch_partial_wgmma(args, stream_);
   if (variant_ == KernelVariant::Mma6) detail::launch_partial_stages6(args, stream_);
 #endif
-  if (variant_ == KernelVariant::Mma2) detail::launch_partial_stages2(args, stream_, mma2_l1_);
+  if (variant_ == KernelVariant::Mma2) detail::launch_partial_stages2(args, stream_, mma2_ring_, mma2_l1_);
   if (!cluster_merge_) detail::launch_merge(args, stream_);
 }
 

@@ -304,9 +304,16 @@ __device__ __forceinline__ void merge_store_lse(const VerifyParams& p, int64_t t
 // L1 kL1Ahead chunks before its cp.async is issued, and the cp.async reads through L1 (.ca), so
 // a 2-buffer shared-memory ring waits on L1 hits instead of L2 round trips: L1 acts as a ring of
 // kL1Ahead more chunks (8 KB each) that costs no shared memory. kL1Ahead = 0 is the v6 kernel.
-template <int kStages, int kCols, int kL1Ahead = 0>
+// kPInRing (v16b): P has no buffer of its own; it lives in the ring buffer that held the tile's
+// k_pe chunk, from the end of that chunk's S step (after the softmax's first barrier) to the
+// barrier of the first V step (the pa fragments are in registers by then), which is when the
+// ring reuses that buffer (kStages == 3: chunk g + 3 goes where chunk g was). So 3 buffers cost
+// the bytes of 2 buffers and P.
+template <int kStages, int kCols, int kL1Ahead = 0, bool kPInRing = false>
 __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs args) {
   static_assert(kStages >= 2, "double buffering at least");
+  static_assert(!kPInRing || (kStages == 3 && kCols == 64),
+                "P in the ring: a 64 x 64 bf16 chunk buffer, free from the k_pe step to V step 0");
   static_assert(kL1Ahead >= 0 && kL1Ahead < Chunking<kCols>::kPerTile, "prefetch at most one tile ahead");
   using CK = Chunking<kCols>;
   constexpr int kKChunks = CK::kKChunks;
@@ -338,8 +345,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem_raw);          // [64, 576]
-  __nv_bfloat16* p_s = q_s + kQElems;                                       // [64, 64]
-  __nv_bfloat16* kv_s = p_s + kPElems;                                      // [kStages, 64, kCols]
+  __nv_bfloat16* p_s = q_s + kQElems;  // [64, 64], unless kPInRing
+  __nv_bfloat16* kv_s = kPInRing ? p_s : p_s + kPElems;                     // [kStages, 64, kCols]
   float* red_max = reinterpret_cast<float*>(kv_s + kStages * kChunkElems);  // [2, 64]
   float* red_sum = red_max + 2 * kRows;                                     // [2, 64]
   float* row_scale = red_sum + 2 * kRows;                                   // [64]
@@ -464,7 +471,10 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const uint32_t xv0 = ((v_unit0 & ~7) * 16) | (((v_unit0 & 7) ^ mr) * 16);
   const uint32_t q_lane = smem_addr(q_s) + a_row * kRowDim * 2;
   // PV layout: row pair rp (rows rp * 32 + mt * 16 + ...), column quarter `quarter`.
-  const uint32_t p_lane = smem_addr(p_s) + (rp * 32 + (lane & 15)) * kKvTile * 2;
+  const uint32_t p_lane_off = (rp * 32 + (lane & 15)) * kKvTile * 2;
+  // Shared address of this tile's P (set at the k_pe step when P lives in the ring).
+  uint32_t p_buf = smem_addr(p_s);
+  const uint32_t smem_base = smem_addr(smem_raw);
   const uint32_t kb_lane = (half * 32 + (mi >> 1) * 8 + mr) * kRowBytes;  // K chunk rows (keys)
   const uint32_t vb_lane = ((mi & 1) * 8 + mr) * kRowBytes;               // V chunk rows (keys)
 
@@ -555,6 +565,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 
     static_for<0, kKChunks>([&]<int kPart>() {
       const uint32_t buf = step.template operator()<kPart>(tile);
+      if constexpr (kPInRing && kPart == kKChunks - 1) p_buf = buf;
       constexpr int ksteps = kPart == kKChunks - 1 ? kRopeDim / 16 : kCols / 16;
 #pragma unroll
       for (int ks = 0; ks < ksteps; ++ks) {
@@ -610,6 +621,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     }
     __syncthreads();
     float m_new[2], scale[2], part_sum[2] = {0.f, 0.f};
+    // Every warp is past its k_pe step (the barrier above), so P may overwrite that buffer.
+    __nv_bfloat16* p_tile = reinterpret_cast<__nv_bfloat16*>(smem_raw + (p_buf - smem_base));
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const int r = rg * 16 + frag_row + 8 * hr;
@@ -633,7 +646,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
         part_sum[hr] += p0 + p1;
         const int r = rg * 16 + frag_row + 8 * hr;
         const int key_local = half * 32 + n * 8 + frag_col;
-        *reinterpret_cast<__nv_bfloat162*>(p_s + r * kKvTile + swz(r, key_local >> 3) * 8 +
+        *reinterpret_cast<__nv_bfloat162*>(p_tile + r * kKvTile + swz(r, key_local >> 3) * 8 +
                                            frag_col) = __floats2bfloat162_rn(p0, p1);
       }
     }
@@ -674,7 +687,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks)
-        ldmatrix_x4(p_lane + mt * 16 * kKvTile * 2 + (xa0 ^ (ks * 32)), pa[mt][ks][0],
+        ldmatrix_x4(p_buf + p_lane_off + mt * 16 * kKvTile * 2 + (xa0 ^ (ks * 32)), pa[mt][ks][0],
                     pa[mt][ks][1], pa[mt][ks][2], pa[mt][ks][3]);
 
     // ---- O += P V over 8 chunks: this warp's 16 rows x 32 of each chunk's 64 columns ----

@@ -68,12 +68,15 @@ const char* variant_name(KernelVariant v);
 // variant this device or build cannot run is Unsupported; neither is ever silently replaced.
 KernelVariant choose_variant(const char* requested, int major, int minor, bool hopper_compiled);
 
-// The 2-stage kernel's L1 staging (cuda/NOTES.md v16): how many 8 KB chunks each chunk is
-// prefetched into L1 before its cp.async, 0 for the plain v6 kernel. `requested` is
-// MLAV_MMA2_L1: null or "" for the default (kMma2L1Default), else a compiled distance (0, 2, 4,
-// 8); anything else is InvalidInput naming MLAV_MMA2_L1.
+// The sm_120-sized kernel's pipeline (cuda/NOTES.md v16). Ring: 2 chunk buffers and a P tile
+// (the v6 kernel), or 3 buffers with P in the ring (the same 100,352 bytes). L1 staging: how
+// many 8 KB chunks each chunk is prefetched into L1 before its cp.async (0: none). `requested`
+// is MLAV_MMA2_RING / MLAV_MMA2_L1: null or "" for the default, else a compiled value (ring 2
+// or 3; distance 0, 2 or 4); anything else is InvalidInput naming the variable.
+inline constexpr int kMma2RingDefault = 2;
 inline constexpr int kMma2L1Default = 0;
-int choose_mma2_l1(const char* requested);
+int choose_mma2_ring(const char* requested);
+int choose_mma2_l1(const char* requested, int ring);
 // The preferred shared-memory carveout (percent of the SM's maximum) for a kernel that uses
 // `block_smem` bytes per block, one block per SM, and wants the rest of the SM's L1/shared array
 // as L1: the smallest percentage that holds the block and the 1 KB the driver reserves per
@@ -131,6 +134,8 @@ class VerifyKernel {
   bool cluster_merge() const { return cluster_merge_; }
   // The 2-stage kernel's L1 prefetch distance in chunks (choose_mma2_l1; 0 for other variants).
   int mma2_l1() const { return mma2_l1_; }
+  // The 2-stage kernel's ring: 2 buffers and P, or 3 with P in the ring (choose_mma2_ring).
+  int mma2_ring() const { return mma2_ring_; }
 
  private:
   VerifyParams params_{};
@@ -139,6 +144,7 @@ class VerifyKernel {
   KernelVariant variant_ = KernelVariant::Mma2;
   bool folded_ = false;
   bool cluster_merge_ = false;
+  int mma2_ring_ = 2;
   int mma2_l1_ = 0;
   bool initialized_ = false;
 };

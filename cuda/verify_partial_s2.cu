@@ -1,6 +1,7 @@
-// Explicit instantiations of the partial kernel with 2 KV chunk buffers of 64 columns (the
-// sm_120-sized kernel), plain and L1-staged (kL1Ahead chunks prefetched into L1), launcher.
-// Built for every architecture: they fit sm_120's 101,376-byte block limit.
+// Explicit instantiations of the sm_120-sized partial kernel (MLAV_CUDA_KERNEL=mma2): 64-column
+// KV chunks in a ring of 2 buffers plus P, or of 3 buffers holding P in the ring (the same
+// bytes), each plain or L1-staged (chunks prefetched into L1 l1_ahead chunks ahead); launcher.
+// Built for every architecture: all fit sm_120's 101,376-byte block limit.
 #include <cuda_runtime.h>
 
 #include "cuda/cuda_check.h"
@@ -8,39 +9,47 @@
 
 namespace mlaverify::cuda::detail {
 
-template __global__ void verify_partial<2, 64, 0>(const PartialArgs);
-template __global__ void verify_partial<2, 64, 2>(const PartialArgs);
-template __global__ void verify_partial<2, 64, 4>(const PartialArgs);
-template __global__ void verify_partial<2, 64, 8>(const PartialArgs);
+template __global__ void verify_partial<2, 64, 0, false>(const PartialArgs);
+template __global__ void verify_partial<2, 64, 2, false>(const PartialArgs);
+template __global__ void verify_partial<2, 64, 4, false>(const PartialArgs);
+template __global__ void verify_partial<3, 64, 0, true>(const PartialArgs);
+template __global__ void verify_partial<3, 64, 2, true>(const PartialArgs);
+template __global__ void verify_partial<3, 64, 4, true>(const PartialArgs);
+// The 3-buffer ring with P in it needs exactly the bytes of 2 buffers and P.
+static_assert(kPElems == Chunking<64>::kElems, "P is one 64-column chunk buffer");
 
 namespace {
 using PartialFn = void (*)(const PartialArgs);
-PartialFn stages2_kernel(int l1_ahead) {
-  switch (l1_ahead) {
-    case 0: return verify_partial<2, 64, 0>;
-    case 2: return verify_partial<2, 64, 2>;
-    case 4: return verify_partial<2, 64, 4>;
-    case 8: return verify_partial<2, 64, 8>;
-  }
+PartialFn sm120_kernel(int ring, int l1_ahead) {
+  if (ring == 2) switch (l1_ahead) {
+      case 0: return verify_partial<2, 64, 0, false>;
+      case 2: return verify_partial<2, 64, 2, false>;
+      case 4: return verify_partial<2, 64, 4, false>;
+    }
+  if (ring == 3) switch (l1_ahead) {
+      case 0: return verify_partial<3, 64, 0, true>;
+      case 2: return verify_partial<3, 64, 2, true>;
+      case 4: return verify_partial<3, 64, 4, true>;
+    }
   return nullptr;
 }
 }  // namespace
 
-bool stages2_l1_supported(int l1_ahead) { return stages2_kernel(l1_ahead) != nullptr; }
+bool stages2_supported(int ring, int l1_ahead) { return sm120_kernel(ring, l1_ahead) != nullptr; }
 
-void prepare_partial_stages2(int l1_ahead, int carveout_percent) {
-  PartialFn k = stages2_kernel(l1_ahead);
+void prepare_partial_stages2(int ring, int l1_ahead, int carveout_percent) {
+  PartialFn k = sm120_kernel(ring, l1_ahead);
   CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   partial_smem_bytes(2, 64)));
   CUDA_CHECK(
       cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, carveout_percent));
 }
 
-void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int l1_ahead) {
+void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int ring, int l1_ahead) {
   const VerifyParams& p = args.p;
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
             static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
-  stages2_kernel(l1_ahead)<<<grid, kThreads, partial_smem_bytes(2, 64), stream>>>(args);
+  sm120_kernel(ring, l1_ahead)<<<grid, kThreads, partial_smem_bytes(2, 64), stream>>>(args);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -24,32 +24,39 @@ for step in "${steps[@]}"; do
       # The wgmma kernel runs under both draft plans (MLAV_DRAFT_PLAN; the default picks one
       # per shape, so each plan is forced once to test it on every case), and the folded plan
       # with both merges (MLAV_MERGE: the cluster merge by default where it fits, the kernel).
-      # mma2 runs with its default L1 staging and as the plain kernel (MLAV_MMA2_L1=0).
-      configs=(wgmma/folded// wgmma/folded/kernel/ wgmma/unfolded// mma6/// mma2/// mma2///0)
-      [ "$step" = tests120 ] && configs=(mma2/// mma2///0)
+      # mma2 runs with its default pipeline and as the plain v6 kernel (ring 2, no L1 staging);
+      # for tests120, TESTS120 may replace the list (kernel/plan/merge/ring/l1 each).
+      configs=(wgmma/folded// wgmma/folded/kernel/ wgmma/unfolded// mma6/// mma2/// mma2///2/0)
+      [ "$step" = tests120 ] && configs=(mma2/// mma2///2/0)
+      [ "$step" = tests120 ] && [ -n "${TESTS120:-}" ] && configs=(${TESTS120})
       for config in "${configs[@]}"; do
-        IFS=/ read -r kernel plan merge l1 <<<"$config"
+        IFS=/ read -r kernel plan merge ring l1 <<<"$config"
         name=$(echo "$config" | sed -e 's#/*$##' -e 's#/#_#g')
         log="$OUT/tests_$name.log"
-        MLAV_CUDA_KERNEL=$kernel MLAV_DRAFT_PLAN=$plan MLAV_MERGE=$merge MLAV_MMA2_L1=$l1 \
-          timeout 300 "$BIN/cuda_tests" >"$log" 2>&1
+        MLAV_CUDA_KERNEL=$kernel MLAV_DRAFT_PLAN=$plan MLAV_MERGE=$merge MLAV_MMA2_RING=$ring \
+          MLAV_MMA2_L1=$l1 timeout 300 "$BIN/cuda_tests" >"$log" 2>&1
         rc=$?
         grep -E "^\[ratio\]|FAILED|Failure|PASSED|SKIPPED \]" "$log" | head -40
-        echo "cuda_tests (kernel=$kernel plan=${plan:-default} merge=${merge:-default} l1=${l1:-default}) rc=$rc"
+        echo "cuda_tests (kernel=$kernel plan=${plan:-default} merge=${merge:-default} ring=${ring:-default} l1=${l1:-default}) rc=$rc"
         [ $rc -ne 0 ] && status=1
       done ;;
     sanitize|sanitize120)
       # Small cases only: the sanitizers slow kernels by ~100x.
       filter='CudaLaws.*:CudaGraph.*:*h1_d1_p0*:*tile_edges*:*p1_splits2*:*draft_bits*'
-      # The sm_120 kernel (mma2, its default L1 staging) under both tools.
-      for tool in memcheck racecheck; do
-        log="$OUT/sanitize_${tool}_mma2.log"
-        MLAV_CUDA_KERNEL=mma2 timeout 400 compute-sanitizer --tool $tool --error-exitcode 9 \
-          "$BIN/cuda_tests" --gtest_filter="$filter" >"$log" 2>&1
-        rc=$?
-        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$log" | head -8
-        echo "compute-sanitizer $tool (kernel mma2) rc=$rc"
-        [ $rc -ne 0 ] && status=1
+      # The sm_120 kernel (mma2, its default pipeline, or the ring/l1 pairs in SAN120) under
+      # both tools.
+      for cfg in ${SAN120:-/}; do
+        IFS=/ read -r ring l1 <<<"$cfg"
+        for tool in memcheck racecheck; do
+          log="$OUT/sanitize_${tool}_mma2_${ring}_$l1.log"
+          MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=$ring MLAV_MMA2_L1=$l1 timeout 400 \
+            compute-sanitizer --tool $tool --error-exitcode 9 \
+            "$BIN/cuda_tests" --gtest_filter="$filter" >"$log" 2>&1
+          rc=$?
+          grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$log" | head -8
+          echo "compute-sanitizer $tool (kernel mma2 ring=${ring:-default} l1=${l1:-default}) rc=$rc"
+          [ $rc -ne 0 ] && status=1
+        done
       done
       [ "$step" = sanitize120 ] && continue
       # Twice: the default plan (unfolded for most small cases) and the folded plan, which runs
@@ -84,13 +91,14 @@ for step in "${steps[@]}"; do
       # The wgmma kernel with the merge kernel instead of the cluster merge.
       MLAV_MERGE=kernel "$BIN/verify_bench" 2>&1 | tee "$OUT/bench_merge_kernel.txt" ;;
     l1sweep)
-      # The sm_120 kernel's L1 staging: prefetch distance 0 (plain), 2, 4, 8 chunks with the
-      # carveout that leaves L1 the rest of the SM, and 2, 4 with carveout 100 (L1 ~28 KB, what
-      # the RTX PRO 6000 has beside a 99 KB block).
-      for cfg in 0/ 2/ 4/ 8/ 2/100 4/100; do
-        IFS=/ read -r l1 carve <<<"$cfg"
-        MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_L1=$l1 MLAV_SMEM_CARVEOUT=$carve timeout 120 \
-          "$BIN/verify_bench" 2>&1 | tee -a "$OUT/bench_l1sweep.txt" | grep -E "^(k2|v3|long)|MLAV_MMA2"
+      # The sm_120 kernel's pipeline (cuda/NOTES.md v16): ring 2 (buffers and P) or 3 (P in the
+      # ring), L1 prefetch distance 0 (none), 2, 4 chunks, carveout by the rule or 100 (L1 ~28
+      # KB, what the RTX PRO 6000 has beside a 99 KB block). SWEEP overrides the list.
+      for cfg in ${SWEEP:-2/0/ 2/2/ 3/0/ 3/2/ 3/4/ 3/2/100 2/2/100}; do
+        IFS=/ read -r ring l1 carve <<<"$cfg"
+        MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=$ring MLAV_MMA2_L1=$l1 MLAV_SMEM_CARVEOUT=$carve \
+          timeout 120 "$BIN/verify_bench" 2>&1 | tee -a "$OUT/bench_l1sweep.txt" |
+          grep -E "^(k2|v3|long)|MLAV_MMA2"
       done ;;
     peer)
       # FlashInfer's fa2 MLA kernel on the same workloads, in the same call (its own log and

@@ -298,7 +298,8 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   if (g_variant == "wgmma") g_variant += kernels[0].folded() ? "/folded" : "/unfolded";
   if (g_variant == "wgmma/folded")
     g_variant += kernels[0].cluster_merge() ? "/cluster-merge" : "/merge-kernel";
-  if (g_variant == "mma.sync x2" && kernels[0].mma2_l1() > 0)
+  if (g_variant == "mma.sync x2" && kernels[0].mma2_ring() == 3) g_variant += "/ring3";
+  if (g_variant.rfind("mma.sync x2", 0) == 0 && kernels[0].mma2_l1() > 0)
     g_variant += "/L1+" + std::to_string(kernels[0].mma2_l1());
   cudaGraph_t graph;
   cudaGraphExec_t exec;
@@ -350,7 +351,9 @@ int main(int argc, char** argv) {
               kernel_env ? kernel_env : "(default)");
   const char* l1_env = std::getenv("MLAV_MMA2_L1");
   const char* carve_env = std::getenv("MLAV_SMEM_CARVEOUT");
-  std::printf("MLAV_MMA2_L1=%s MLAV_SMEM_CARVEOUT=%s\n", l1_env ? l1_env : "(default)",
+  const char* ring_env = std::getenv("MLAV_MMA2_RING");
+  std::printf("MLAV_MMA2_RING=%s MLAV_MMA2_L1=%s MLAV_SMEM_CARVEOUT=%s\n",
+              ring_env ? ring_env : "(default)", l1_env ? l1_env : "(default)",
               carve_env ? carve_env : "(default)");
 
   if (!only.empty()) {
