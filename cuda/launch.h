@@ -35,6 +35,11 @@ void prepare_partial_stages2(int ring, int l1_ahead, int carveout_percent);
 void prepare_partial_stages6();  // defined only where CMAKE_CUDA_ARCHITECTURES holds 90
 // Enqueue the partial kernel, grid (row tiles, num_splits + 1, batch_size).
 void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int ring, int l1_ahead);
+// Residency: blocks of the partial kernel per SM (after its prepare_*; the wgmma and 6-stage
+// ones only where CMAKE_CUDA_ARCHITECTURES holds 90).
+int blocks_per_sm_stages2(int ring, int l1_ahead);
+int blocks_per_sm_stages6();
+int blocks_per_sm_wgmma();
 void launch_partial_stages6(const PartialArgs& args, CUstream_st* stream);
 // The sm_90a wgmma kernel; defined only where CMAKE_CUDA_ARCHITECTURES holds 90.
 void prepare_partial_wgmma();

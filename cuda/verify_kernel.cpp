@@ -18,7 +18,7 @@
 namespace mlaverify::cuda {
 
 int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_draft,
-                           int64_t typical_prefix_len, int sm_count) {
+                           int64_t typical_prefix_len, int sm_count, int blocks_per_sm) {
   const int64_t blocks_per_split =
       std::max<int64_t>(1, batch_size * row_tiles(max_draft, num_heads));
   // One block per SM fits (~240 registers x 256 threads): one wave of prefix blocks. On the H200
@@ -26,7 +26,8 @@ int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_dr
   // one more split spills into a second wave and lost 5-45% to the tail.
   // Draft blocks (one per row tile) are short and fill in as prefix blocks finish, so only the
   // prefix blocks are fitted: the most splits whose blocks still fit one wave.
-  int64_t splits = std::max<int64_t>(1, std::max(sm_count, 1) / blocks_per_split);
+  const int64_t slots = int64_t{std::max(sm_count, 1)} * std::max(blocks_per_sm, 1);
+  int64_t splits = std::max<int64_t>(1, slots / blocks_per_split);
   // A split shorter than 4 tiles costs a partial write and read for little prefix work.
   const int64_t max_by_len = std::max<int64_t>(1, ceil_div(typical_prefix_len, kKvTile) / 4);
   splits = std::clamp<int64_t>(splits, 1, std::min<int64_t>(max_by_len, kMaxSplits));
@@ -83,7 +84,8 @@ int choose_mma2_l1(const char* requested, int ring) {
   if (end == want.c_str() || *end != '\0' || v < 0 || v > 64 ||
       !detail::stages2_supported(ring, static_cast<int>(v)))
     throw InvalidInput("MLAV_MMA2_L1", -1,
-                       "\"" + want + "\" is not a compiled L1 prefetch distance: expected 0, 2 or 4");
+                       "\"" + want + "\" is not a compiled L1 prefetch distance for ring " +
+                           std::to_string(ring) + (ring == 3 ? ": expected 0 or 2" : ": expected 0"));
   return static_cast<int>(v);
 }
 
@@ -100,6 +102,25 @@ int choose_carveout(const char* requested, int block_smem, int max_smem_per_sm) 
   if (max_smem_per_sm <= 0) return -1;
   const int64_t need = int64_t{block_smem} + 1024;
   return static_cast<int>(std::min<int64_t>(100, ceil_div(need * 100, max_smem_per_sm)));
+}
+
+int partial_blocks_per_sm(const char* requested) {
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+#ifdef MLAV_HAVE_SM90_VARIANT
+  constexpr bool kHopperCompiled = true;
+#else
+  constexpr bool kHopperCompiled = false;
+#endif
+  const KernelVariant v = choose_variant(requested, major, minor, kHopperCompiled);
+#ifdef MLAV_HAVE_SM90_VARIANT
+  if (v == KernelVariant::Wgmma) return detail::blocks_per_sm_wgmma();
+  if (v == KernelVariant::Mma6) return detail::blocks_per_sm_stages6();
+#endif
+  const int ring = choose_mma2_ring(std::getenv("MLAV_MMA2_RING"));
+  return detail::blocks_per_sm_stages2(ring, choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), ring));
 }
 
 Support VerifyKernel::can_implement(const VerifyParams& p) {

@@ -52,11 +52,19 @@ inline int64_t row_tiles(int32_t max_draft, int32_t num_heads) {
   return (static_cast<int64_t>(max_draft) * num_heads + kRowsPerBlock - 1) / kRowsPerBlock;
 }
 
-// A split count that gives at least two blocks per SM for a batch of this shape: the grid holds
-// batch_size * row_tiles * (num_splits + 1) blocks. Capped by kMaxSplits and by the prefix length
-// (no split shorter than 4 tiles, where the merge would cost more than the split saves).
+// The split count whose prefix blocks fill one wave of the device: sm_count SMs holding
+// blocks_per_sm partial blocks each (the kernel's residency, partial_blocks_per_sm; 1 for every
+// variant today, each uses ~100-227 KB of shared memory and up to 255 registers x 256 threads).
+// The grid holds batch_size * row_tiles * (num_splits + 1) blocks. Capped by kMaxSplits and by
+// the prefix length (no split shorter than 4 tiles, where the merge would cost more than the
+// split saves). On the RTX PRO 6000 that is 188 SMs x 1.
 int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_draft,
-                           int64_t typical_prefix_len, int sm_count);
+                           int64_t typical_prefix_len, int sm_count, int blocks_per_sm = 1);
+// How many blocks of the partial kernel one SM of the current device holds at once
+// (cudaOccupancyMaxActiveBlocksPerMultiprocessor with its shared memory), for the variant
+// choose_variant picks with `requested` (MLAV_CUDA_KERNEL; for mma2 also MLAV_MMA2_RING and
+// MLAV_MMA2_L1). A host call that sets the kernel's attributes: before capture.
+int partial_blocks_per_sm(const char* requested);
 
 // The partial kernels: mma.sync with 2 stages (the sm_120-sized one, every device), mma.sync with
 // 6 stages and wgmma (Hopper only, compiled where CMAKE_CUDA_ARCHITECTURES holds 90).
@@ -69,11 +77,12 @@ const char* variant_name(KernelVariant v);
 KernelVariant choose_variant(const char* requested, int major, int minor, bool hopper_compiled);
 
 // The sm_120-sized kernel's pipeline (cuda/NOTES.md v16). Ring: 2 chunk buffers and a P tile
-// (the v6 kernel), or 3 buffers with P in the ring (the same 100,352 bytes). L1 staging: how
-// many 8 KB chunks each chunk is prefetched into L1 before its cp.async (0: none). `requested`
-// is MLAV_MMA2_RING / MLAV_MMA2_L1: null or "" for the default, else a compiled value (ring 2
-// or 3; distance 0, 2 or 4); anything else is InvalidInput naming the variable.
-inline constexpr int kMma2RingDefault = 2;
+// (the v6 kernel), or 3 buffers with P in the ring (the same 100,352 bytes; the default, 1.6-
+// 1.7x faster on the H200). L1 staging: how many 8 KB chunks each chunk is prefetched into L1
+// before its cp.async (0: none). `requested` is MLAV_MMA2_RING / MLAV_MMA2_L1: null or "" for
+// the default, else a compiled pair (2/0, 3/0, 3/2); anything else is InvalidInput naming the
+// variable.
+inline constexpr int kMma2RingDefault = 3;
 inline constexpr int kMma2L1Default = 0;
 int choose_mma2_ring(const char* requested);
 int choose_mma2_l1(const char* requested, int ring);

@@ -26,7 +26,8 @@ for step in "${steps[@]}"; do
       # with both merges (MLAV_MERGE: the cluster merge by default where it fits, the kernel).
       # mma2 runs with its default pipeline and as the plain v6 kernel (ring 2, no L1 staging);
       # for tests120, TESTS120 may replace the list (kernel/plan/merge/ring/l1 each).
-      configs=(wgmma/folded// wgmma/folded/kernel/ wgmma/unfolded// mma6/// mma2/// mma2///2/0)
+      configs=(wgmma/folded// wgmma/folded/kernel/ wgmma/unfolded// mma6/// mma2/// mma2///2/0
+               mma2///3/2)
       [ "$step" = tests120 ] && configs=(mma2/// mma2///2/0)
       [ "$step" = tests120 ] && [ -n "${TESTS120:-}" ] && configs=(${TESTS120})
       for config in "${configs[@]}"; do
@@ -88,6 +89,9 @@ for step in "${steps[@]}"; do
       for kernel in mma6 mma2; do
         MLAV_CUDA_KERNEL=$kernel "$BIN/verify_bench" 2>&1 | tee "$OUT/bench_$kernel.txt"
       done
+      # The sm_120 kernel as it was through v15 (the v6 kernel: 2 buffers and P).
+      MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=2 MLAV_MMA2_L1=0 "$BIN/verify_bench" 2>&1 |
+        tee "$OUT/bench_mma2_ring2.txt"
       # The wgmma kernel with the merge kernel instead of the cluster merge.
       MLAV_MERGE=kernel "$BIN/verify_bench" 2>&1 | tee "$OUT/bench_merge_kernel.txt" ;;
     l1sweep)

@@ -356,11 +356,21 @@ int main(int argc, char** argv) {
               ring_env ? ring_env : "(default)", l1_env ? l1_env : "(default)",
               carve_env ? carve_env : "(default)");
 
+  // The split plan: one wave of the partial kernel's blocks on MLAV_BENCH_SMS SMs (default: this
+  // device's; 188 plans as the RTX PRO 6000 would, run here on this device's SMs) at the
+  // kernel's residency.
+  const int resident = cuda::partial_blocks_per_sm(kernel_env);
+  const char* plan_env = std::getenv("MLAV_BENCH_SMS");
+  const int plan_sms = plan_env && std::atoi(plan_env) > 0 ? std::atoi(plan_env) : sms;
+  std::printf("split plan for %d SMs x %d resident blocks of the partial kernel\n", plan_sms,
+              resident);
+
   if (!only.empty()) {
     for (const Workload& w : kWorkloads)
       if (only == w.name) {
         double kvb, fl, iob;
-        const int suggested = cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, sms);
+        const int suggested =
+            cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, plan_sms, resident);
         std::vector<int> tries = {suggested};
         if (sweep)
           for (int s : {1, 2, 3, 4, 8})
@@ -399,7 +409,8 @@ int main(int argc, char** argv) {
   std::printf("\n%-17s %6s %8s %8s %8s %7s %7s %9s %9s %7s  %s\n", "workload", "splits", "us",
               "KV GB/s", "TFLOP/s", "roof us", "frac", "vs triton", "vs torch", "issue", "kernel");
   for (const Workload& w : kWorkloads) {
-    const int suggested = cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, sms);
+    const int suggested =
+            cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, plan_sms, resident);
     std::vector<int> tries = {suggested};
     if (sweep)
       for (int s : {1, 2, 4, 8, 16, 32, 64})
