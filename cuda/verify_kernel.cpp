@@ -72,7 +72,6 @@ int choose_mma2_ring(const char* requested) {
   if (want.empty()) return kMma2RingDefault;
   if (want == "2") return 2;
   if (want == "3") return 3;
-  if (want == "3s") return 4;  // v16c timing experiment: ring 3, unit rescales skipped
   throw InvalidInput("MLAV_MMA2_RING", -1,
                      "\"" + want + "\" is not a ring: expected 2 (buffers and P) or 3 (P in the ring)");
 }

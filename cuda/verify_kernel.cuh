@@ -309,11 +309,7 @@ __device__ __forceinline__ void merge_store_lse(const VerifyParams& p, int64_t t
 // barrier of the first V step (the pa fragments are in registers by then), which is when the
 // ring reuses that buffer (kStages == 3: chunk g + 3 goes where chunk g was). So 3 buffers cost
 // the bytes of 2 buffers and P.
-// kSkipUnitRescale (v16c): a warp skips the O rescale of a tile when every row it holds keeps
-// its running max (all four factors exactly 1: x * 1 == x, NaN and -0 included), which after
-// the first tiles of a long split is nearly every tile; 128 FMUL per thread per tile otherwise.
-template <int kStages, int kCols, int kL1Ahead = 0, bool kPInRing = false,
-          bool kSkipUnitRescale = false>
+template <int kStages, int kCols, int kL1Ahead = 0, bool kPInRing = false>
 __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs args) {
   static_assert(kStages >= 2, "double buffering at least");
   static_assert(!kPInRing || (kStages == 3 && kCols == 64),
@@ -674,21 +670,17 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr)
         pv_scale[mt][hr] = row_scale[rp * 32 + mt * 16 + frag_row + 8 * hr];
-    const bool unit = pv_scale[0][0] == 1.f && pv_scale[0][1] == 1.f && pv_scale[1][0] == 1.f &&
-                      pv_scale[1][1] == 1.f;
-    if (!kSkipUnitRescale || !__all_sync(0xffffffffu, unit)) {
 #pragma unroll
-      for (int c = 0; c < kVChunks; ++c)
+    for (int c = 0; c < kVChunks; ++c)
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
+      for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-          for (int n = 0; n < kNT; ++n) {
-            acc[c][mt][n][0] *= pv_scale[mt][0];
-            acc[c][mt][n][1] *= pv_scale[mt][0];
-            acc[c][mt][n][2] *= pv_scale[mt][1];
-            acc[c][mt][n][3] *= pv_scale[mt][1];
-          }
-    }
+        for (int n = 0; n < kNT; ++n) {
+          acc[c][mt][n][0] *= pv_scale[mt][0];
+          acc[c][mt][n][1] *= pv_scale[mt][0];
+          acc[c][mt][n][2] *= pv_scale[mt][1];
+          acc[c][mt][n][3] *= pv_scale[mt][1];
+        }
     // P fragments for this warp's 32 rows x 64 keys, reused across every V chunk.
     uint32_t pa[2][4][4];
 #pragma unroll

@@ -16,7 +16,6 @@ namespace mlaverify::cuda::detail {
 template __global__ void verify_partial<2, 64, 0, false>(const PartialArgs);
 template __global__ void verify_partial<3, 64, 0, true>(const PartialArgs);
 template __global__ void verify_partial<3, 64, 2, true>(const PartialArgs);
-template __global__ void verify_partial<3, 64, 0, true, true>(const PartialArgs);
 // The 3-buffer ring with P in it needs exactly the bytes of 2 buffers and P.
 static_assert(kPElems == Chunking<64>::kElems, "P is one 64-column chunk buffer");
 
@@ -26,8 +25,6 @@ PartialFn sm120_kernel(int ring, int l1_ahead) {
   if (ring == 2 && l1_ahead == 0) return verify_partial<2, 64, 0, false>;
   if (ring == 3 && l1_ahead == 0) return verify_partial<3, 64, 0, true>;
   if (ring == 3 && l1_ahead == 2) return verify_partial<3, 64, 2, true>;
-  // Timing experiment (v16c): ring 3 skipping unit rescales, as "ring 4" until decided.
-  if (ring == 4 && l1_ahead == 0) return verify_partial<3, 64, 0, true, true>;
   return nullptr;
 }
 }  // namespace
