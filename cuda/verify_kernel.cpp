@@ -72,8 +72,9 @@ int choose_mma2_ring(const char* requested) {
   if (want.empty()) return kMma2RingDefault;
   if (want == "2") return 2;
   if (want == "3") return 3;
+  if (want == "4") return 4;
   throw InvalidInput("MLAV_MMA2_RING", -1,
-                     "\"" + want + "\" is not a ring: expected 2 (buffers and P) or 3 (P in the ring)");
+                     "\"" + want + "\" is not a ring: expected 2 (buffers and P), 3 or 4 (P in the ring)");
 }
 
 int choose_mma2_l1(const char* requested, int ring) {
@@ -151,7 +152,7 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   variant_ = choose_variant(std::getenv("MLAV_CUDA_KERNEL"), major, minor, kHopperCompiled);
   const int need = variant_ == KernelVariant::Wgmma  ? kWgmmaSmemBytes
                    : variant_ == KernelVariant::Mma6 ? partial_smem_bytes(kStagesSm90, kColsSm90)
-                                                     : partial_smem_bytes(kStagesSm120, kColsSm120);
+                                                     : sm120_smem_bytes(choose_mma2_ring(std::getenv("MLAV_MMA2_RING")));
   if (optin < need)
     throw Unsupported("cuda verify kernel: device allows " + std::to_string(optin) +
                       " bytes of shared memory per block, the " + variant_name() +
@@ -172,8 +173,7 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
     // MLAV_SMEM_CARVEOUT says otherwise; the L1-staged one asks for the L1 it stages into.
     const char* carve = std::getenv("MLAV_SMEM_CARVEOUT");
     const int carveout = mma2_l1_ > 0 || (carve && *carve)
-                             ? choose_carveout(carve, partial_smem_bytes(kStagesSm120, kColsSm120),
-                                               per_sm)
+                             ? choose_carveout(carve, sm120_smem_bytes(mma2_ring_), per_sm)
                              : -1;
     detail::prepare_partial_stages2(mma2_ring_, mma2_l1_, carveout);
   }

@@ -309,11 +309,19 @@ __device__ __forceinline__ void merge_store_lse(const VerifyParams& p, int64_t t
 // barrier of the first V step (the pa fragments are in registers by then), which is when the
 // ring reuses that buffer (kStages == 3: chunk g + 3 goes where chunk g was). So 3 buffers cost
 // the bytes of 2 buffers and P.
+// kStages == 4 with kPInRing (v16d): Q's k_pe columns are not staged in shared memory (the tile
+// holds Q's 512 latent columns, 64 KB); each warp loads its k_pe A fragments from global memory
+// (L1-resident after the first tile: 8 KB per block) at the start of every tile, 16 32-bit
+// loads per lane, and the 8 KB go to a fourth ring buffer. Row offsets: a 64-entry table.
 template <int kStages, int kCols, int kL1Ahead = 0, bool kPInRing = false>
 __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs args) {
   static_assert(kStages >= 2, "double buffering at least");
-  static_assert(!kPInRing || (kStages == 3 && kCols == 64),
+  static_assert(!kPInRing || ((kStages == 3 || kStages == 4) && kCols == 64),
                 "P in the ring: a 64 x 64 bf16 chunk buffer, free from the k_pe step to V step 0");
+  constexpr bool kQRopeGlobal = kStages == 4;
+  static_assert(!kQRopeGlobal || kPInRing, "the 4-buffer ring is the sm_120 layout");
+  constexpr int kQRow = kQRopeGlobal ? kLatentDim : kRowDim;  // Q elements per smem row
+  constexpr int kQUnits = kQRow / 8;
   static_assert(kL1Ahead >= 0 && kL1Ahead < Chunking<kCols>::kPerTile, "prefetch at most one tile ahead");
   using CK = Chunking<kCols>;
   constexpr int kKChunks = CK::kKChunks;
@@ -344,14 +352,16 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const int num_tiles = static_cast<int>((key_end - key_begin + kKvTile - 1) / kKvTile);
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem_raw);          // [64, 576]
-  __nv_bfloat16* p_s = q_s + kQElems;  // [64, 64], unless kPInRing
+  __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [64, kQRow]
+  __nv_bfloat16* p_s = q_s + kRows * kQRow;  // [64, 64], unless kPInRing
   __nv_bfloat16* kv_s = kPInRing ? p_s : p_s + kPElems;                     // [kStages, 64, kCols]
   float* red_max = reinterpret_cast<float*>(kv_s + kStages * kChunkElems);  // [2, 64]
   float* red_sum = red_max + 2 * kRows;                                     // [2, 64]
   float* row_scale = red_sum + 2 * kRows;                                   // [64]
   float* row_inv_l = row_scale + kRows;                                     // [64]
   uint64_t* vis_s = reinterpret_cast<uint64_t*>(row_inv_l + kRows);         // [64]
+  // kQRopeGlobal: element offset of each row's k_pe in p.q, -1 past the request.
+  int64_t* qrope_off = reinterpret_cast<int64_t*>(vis_s + kRows);  // [64]
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -364,15 +374,24 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   // ---- Q tile: 64 rows x 72 units of 16 bytes, rows past the request zero-filled ----
   {
     const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
-    for (int u = tid; u < kRows * 72; u += kThreads) {
-      int r = u / 72, unit = u % 72;
+    for (int u = tid; u < kRows * kQUnits; u += kThreads) {
+      int r = u / kQUnits, unit = u % kQUnits;
       int64_t row = row0 + r;
       bool ok = row < valid_rows;
       int64_t t = ok ? row / H : 0, h = ok ? row % H : 0;
       int64_t col = unit < 64 ? p.q_latent_offset + unit * 8 : p.q_rope_offset + (unit - 64) * 8;
       const __nv_bfloat16* src =
           qbase + (e.q_begin + t) * p.q_token_stride + h * p.q_head_stride + col;
-      cp_async16(smem_addr(q_s + r * kRowDim + swz(r, unit) * 8), ok ? src : qbase, ok ? 16 : 0);
+      cp_async16(smem_addr(q_s + r * kQRow + swz(r, unit) * 8), ok ? src : qbase, ok ? 16 : 0);
+    }
+    if constexpr (kQRopeGlobal) {
+      // Published by the first chunk step's barrier, read from the first tile on.
+      if (tid < kRows) {
+        const int64_t row = row0 + tid;
+        qrope_off[tid] = row < valid_rows ? (e.q_begin + row / H) * p.q_token_stride +
+                                                (row % H) * p.q_head_stride + p.q_rope_offset
+                                          : int64_t{-1};
+      }
     }
     cp_async_commit();
   }
@@ -469,7 +488,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const int v_unit0 = quarter * (kCols / 32) + (mi >> 1);  // V columns of this warp's quarter
   // V unit v_unit0 + pair * 2: the group of 8 stays, the low 3 bits XOR with mr.
   const uint32_t xv0 = ((v_unit0 & ~7) * 16) | (((v_unit0 & 7) ^ mr) * 16);
-  const uint32_t q_lane = smem_addr(q_s) + a_row * kRowDim * 2;
+  const uint32_t q_lane = smem_addr(q_s) + a_row * kQRow * 2;
   // PV layout: row pair rp (rows rp * 32 + mt * 16 + ...), column quarter `quarter`.
   const uint32_t p_lane_off = (rp * 32 + (lane & 15)) * kKvTile * 2;
   // Shared address of this tile's P (set at the k_pe step when P lives in the ring).
@@ -563,16 +582,39 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 #pragma unroll
       for (int f = 0; f < 4; ++f) s_acc[n][f] = 0.f;
 
+    // kQRopeGlobal: this lane's k_pe A fragments (rows frag_row and + 8 of its row group,
+    // columns ks * 16 + frag_col (+ 8)), in flight during the latent steps.
+    uint32_t qr[kQRopeGlobal ? kRopeDim / 16 : 1][4];
+    if constexpr (kQRopeGlobal) {
+      const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
+      const int64_t oa = qrope_off[rg * 16 + frag_row], ob = qrope_off[rg * 16 + frag_row + 8];
+      auto ld = [&](int64_t off, int col) -> uint32_t {
+        return off < 0 ? 0u : __ldg(reinterpret_cast<const unsigned int*>(qbase + off + col));
+      };
+#pragma unroll
+      for (int ks = 0; ks < kRopeDim / 16; ++ks) {
+        qr[ks][0] = ld(oa, ks * 16 + frag_col);
+        qr[ks][1] = ld(ob, ks * 16 + frag_col);
+        qr[ks][2] = ld(oa, ks * 16 + frag_col + 8);
+        qr[ks][3] = ld(ob, ks * 16 + frag_col + 8);
+      }
+    }
+
     static_for<0, kKChunks>([&]<int kPart>() {
       const uint32_t buf = step.template operator()<kPart>(tile);
       if constexpr (kPInRing && kPart == kKChunks - 1) p_buf = buf;
+      constexpr bool kQFromRegs = kQRopeGlobal && kPart == kKChunks - 1;
       constexpr int ksteps = kPart == kKChunks - 1 ? kRopeDim / 16 : kCols / 16;
 #pragma unroll
       for (int ks = 0; ks < ksteps; ++ks) {
         uint32_t a[4];
         // Q columns kPart * kCols + ks * 16 (k_pe starts at 512 = (kKChunks - 1) * kCols).
-        ldmatrix_x4(q_lane + kPart * kCols * 2 + (ks >> 2) * 128 + (xa0 ^ ((ks & 3) * 32)), a[0],
-                    a[1], a[2], a[3]);
+        if constexpr (kQFromRegs) {
+          a[0] = qr[ks][0], a[1] = qr[ks][1], a[2] = qr[ks][2], a[3] = qr[ks][3];
+        } else {
+          ldmatrix_x4(q_lane + kPart * kCols * 2 + (ks >> 2) * 128 + (xa0 ^ ((ks & 3) * 32)),
+                      a[0], a[1], a[2], a[3]);
+        }
 #pragma unroll
         for (int pair = 0; pair < 2; ++pair) {
           uint32_t b0, b1, b2, b3;

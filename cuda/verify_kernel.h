@@ -41,9 +41,21 @@ static_assert(kWgmmaSmemBytes <= kHopperSmemLimit, "Hopper budget");
 static_assert(partial_smem_bytes(kStagesSm120, kColsSm120) <= kSm120SmemLimit, "sm_120 budget");
 static_assert(partial_smem_bytes(kStagesSm120 + 1, kColsSm120) > kSm120SmemLimit,
               "a third buffer would fit");
+// The sm_120-sized kernel by ring (cuda/NOTES.md v16): 2 buffers and P, or 3 with P in the ring,
+// both partial_smem_bytes(2, 64); 4 with P in the ring holds only Q's latent columns (its k_pe
+// fragments come from global memory) and a 64-entry table of Q row offsets.
+constexpr int sm120_smem_bytes(int ring) {
+  return ring == 4 ? kRowsPerBlock * 512 * 2 + 4 * 64 * 64 * 2 + 2 * 2 * 64 * 4 + 2 * 64 * 4 +
+                         64 * 8 + 64 * 8
+                   : partial_smem_bytes(kStagesSm120, kColsSm120);
+}
+inline constexpr int kSm120MaxSmem = sm120_smem_bytes(4);
+static_assert(kSm120MaxSmem >= sm120_smem_bytes(2) && kSm120MaxSmem <= kSm120SmemLimit,
+              "sm_120 budget");
 #ifdef MLAV_SM120_DYN_SMEM
-// cuda/CMakeLists.txt hands this number to the resource check; it must be the one we request.
-static_assert(partial_smem_bytes(kStagesSm120, kColsSm120) == MLAV_SM120_DYN_SMEM,
+// cuda/CMakeLists.txt hands this number to the resource check: the largest request of any
+// sm_120 launcher.
+static_assert(kSm120MaxSmem == MLAV_SM120_DYN_SMEM,
               "update MLAV_SM120_DYN_SMEM in cuda/CMakeLists.txt");
 #endif
 

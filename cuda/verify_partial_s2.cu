@@ -16,6 +16,7 @@ namespace mlaverify::cuda::detail {
 template __global__ void verify_partial<2, 64, 0, false>(const PartialArgs);
 template __global__ void verify_partial<3, 64, 0, true>(const PartialArgs);
 template __global__ void verify_partial<3, 64, 2, true>(const PartialArgs);
+template __global__ void verify_partial<4, 64, 0, true>(const PartialArgs);
 // The 3-buffer ring with P in it needs exactly the bytes of 2 buffers and P.
 static_assert(kPElems == Chunking<64>::kElems, "P is one 64-column chunk buffer");
 
@@ -25,6 +26,7 @@ PartialFn sm120_kernel(int ring, int l1_ahead) {
   if (ring == 2 && l1_ahead == 0) return verify_partial<2, 64, 0, false>;
   if (ring == 3 && l1_ahead == 0) return verify_partial<3, 64, 0, true>;
   if (ring == 3 && l1_ahead == 2) return verify_partial<3, 64, 2, true>;
+  if (ring == 4 && l1_ahead == 0) return verify_partial<4, 64, 0, true>;
   return nullptr;
 }
 }  // namespace
@@ -34,7 +36,7 @@ bool stages2_supported(int ring, int l1_ahead) { return sm120_kernel(ring, l1_ah
 void prepare_partial_stages2(int ring, int l1_ahead, int carveout_percent) {
   PartialFn k = sm120_kernel(ring, l1_ahead);
   CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  partial_smem_bytes(2, 64)));
+                                  sm120_smem_bytes(ring)));
   CUDA_CHECK(
       cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, carveout_percent));
 }
@@ -42,9 +44,9 @@ void prepare_partial_stages2(int ring, int l1_ahead, int carveout_percent) {
 int blocks_per_sm_stages2(int ring, int l1_ahead) {
   PartialFn k = sm120_kernel(ring, l1_ahead);
   CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  partial_smem_bytes(2, 64)));
+                                  sm120_smem_bytes(ring)));
   int n = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, kThreads, partial_smem_bytes(2, 64)));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, kThreads, sm120_smem_bytes(ring)));
   return n;
 }
 
@@ -52,7 +54,7 @@ void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int ri
   const VerifyParams& p = args.p;
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
             static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
-  sm120_kernel(ring, l1_ahead)<<<grid, kThreads, partial_smem_bytes(2, 64), stream>>>(args);
+  sm120_kernel(ring, l1_ahead)<<<grid, kThreads, sm120_smem_bytes(ring), stream>>>(args);
   CUDA_CHECK(cudaGetLastError());
 }
 

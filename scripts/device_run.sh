@@ -2,7 +2,7 @@
 # One device call: CUDA tests (both kernel variants), compute-sanitizer (memcheck + racecheck) on
 # the small cases, and the benchmark. Binaries are built on the dev machine and carried in .device/
 # (cuda/NOTES.md: "How to run on the device").
-# usage: scripts/device_run.sh [tests|tests120|sanitize|sanitize120|bench|compare|l1sweep|peer|sweep]...
+# usage: scripts/device_run.sh [tests|tests120|sanitize|sanitize120|bench|compare|ab120|l1sweep|peer|sweep]...
 #        (default: tests sanitize bench). MLAV_CUDA_KERNEL picks the partial kernel on Hopper:
 #        wgmma (default), mma6 (mma.sync, 6 stages), mma2 (mma.sync, the sm_120-sized variant;
 #        MLAV_MMA2_L1 its L1 prefetch distance in chunks, 0 the plain v6 kernel).
@@ -27,7 +27,7 @@ for step in "${steps[@]}"; do
       # mma2 runs with its default pipeline and as the plain v6 kernel (ring 2, no L1 staging);
       # for tests120, TESTS120 may replace the list (kernel/plan/merge/ring/l1 each).
       configs=(wgmma/folded// wgmma/folded/kernel/ wgmma/unfolded// mma6/// mma2/// mma2///2/0
-               mma2///3/2)
+               mma2///3/0 mma2///3/2 mma2///4/0)
       [ "$step" = tests120 ] && configs=(mma2/// mma2///2/0)
       [ "$step" = tests120 ] && [ -n "${TESTS120:-}" ] && configs=(${TESTS120})
       for config in "${configs[@]}"; do
@@ -94,6 +94,14 @@ for step in "${steps[@]}"; do
         tee "$OUT/bench_mma2_ring2.txt"
       # The wgmma kernel with the merge kernel instead of the cluster merge.
       MLAV_MERGE=kernel "$BIN/verify_bench" 2>&1 | tee "$OUT/bench_merge_kernel.txt" ;;
+    ab120)
+      # The sm_120 kernel's rings 3 and 4 alternated twice (v16d), for the spread between runs.
+      for i in 1 2; do
+        for ring in 3 4; do
+          MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=$ring timeout 120 "$BIN/verify_bench" 2>&1 |
+            tee -a "$OUT/bench_ab120.txt" | grep -E "^(k2|v3|long)"
+        done
+      done ;;
     l1sweep)
       # The sm_120 kernel's pipeline (cuda/NOTES.md v16): ring 2 (buffers and P) or 3 (P in the
       # ring), L1 prefetch distance 0 (none), 2, 4 chunks, carveout by the rule or 100 (L1 ~28
