@@ -385,13 +385,15 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       cp_async16(smem_addr(q_s + r * kQRow + swz(r, unit) * 8), ok ? src : qbase, ok ? 16 : 0);
     }
     if constexpr (kQRopeGlobal) {
-      // Published by the first chunk step's barrier, read from the first tile on.
+      // Read at the start of every tile, before that tile's first chunk barrier: published
+      // here (the first run of v16d read it unsynchronized in tile 0; racecheck caught it).
       if (tid < kRows) {
         const int64_t row = row0 + tid;
         qrope_off[tid] = row < valid_rows ? (e.q_begin + row / H) * p.q_token_stride +
                                                 (row % H) * p.q_head_stride + p.q_rope_offset
                                           : int64_t{-1};
       }
+      __syncthreads();
     }
     cp_async_commit();
   }

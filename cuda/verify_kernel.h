@@ -89,12 +89,13 @@ const char* variant_name(KernelVariant v);
 KernelVariant choose_variant(const char* requested, int major, int minor, bool hopper_compiled);
 
 // The sm_120-sized kernel's pipeline (cuda/NOTES.md v16). Ring: 2 chunk buffers and a P tile
-// (the v6 kernel), or 3 buffers with P in the ring (the same 100,352 bytes; the default, 1.6-
-// 1.7x faster on the H200). L1 staging: how many 8 KB chunks each chunk is prefetched into L1
-// before its cp.async (0: none). `requested` is MLAV_MMA2_RING / MLAV_MMA2_L1: null or "" for
-// the default, else a compiled pair (2/0, 3/0, 3/2); anything else is InvalidInput naming the
-// variable.
-inline constexpr int kMma2RingDefault = 3;
+// (the v6 kernel); 3 buffers with P in the ring (the same 100,352 bytes, 1.5-1.7x faster on
+// the H200); 4 with P in the ring and Q's k_pe fragments loaded from global memory (100,864
+// bytes; the default, another 3-7%). L1 staging: how many 8 KB chunks each chunk is prefetched
+// into L1 before its cp.async (0: none). `requested` is MLAV_MMA2_RING / MLAV_MMA2_L1: null or
+// "" for the default, else a compiled pair (2/0, 3/0, 3/2, 4/0); anything else is InvalidInput
+// naming the variable.
+inline constexpr int kMma2RingDefault = 4;
 inline constexpr int kMma2L1Default = 0;
 int choose_mma2_ring(const char* requested);
 int choose_mma2_l1(const char* requested, int ring);

@@ -9,10 +9,11 @@
 
 namespace mlaverify::cuda::detail {
 
-// The default (cuda/NOTES.md v16b): 3 buffers with P in the ring, no L1 staging. The v6 kernel
-// (2 buffers and P) stays for comparison, and the L1-staged ring of 3 (distance 2) for the RTX
-// PRO 6000, whose latency hiding the H200 cannot show (v16: neutral on the H200). Distances
-// measured in v16a (2 buffers: 2, 4, 8; 3 buffers: 4) are one line each to bring back.
+// The default (cuda/NOTES.md v16d): 4 buffers with P in the ring, Q's k_pe from global memory.
+// The v6 kernel (2 buffers and P) and ring 3 (v16b) stay for comparison, and the L1-staged ring
+// of 3 (distance 2) for the RTX PRO 6000, whose latency hiding the H200 cannot show (v16:
+// neutral on the H200). Distances measured in v16a (2 buffers: 2, 4, 8; 3 buffers: 4) are one
+// line each to bring back.
 template __global__ void verify_partial<2, 64, 0, false>(const PartialArgs);
 template __global__ void verify_partial<3, 64, 0, true>(const PartialArgs);
 template __global__ void verify_partial<3, 64, 2, true>(const PartialArgs);
