@@ -24,7 +24,9 @@ constexpr int partial_smem_bytes(int stages, int cols) {
   return kRowsPerBlock * 576 * 2 + 64 * 64 * 2 + stages * 64 * cols * 2 + 2 * 2 * 64 * 4 +
          2 * 64 * 4 + 64 * 8;
 }
-// sm_120 (RTX PRO 6000) allows 101,376 bytes per block: two 64-column buffers fit, three do not.
+// sm_120 (RTX PRO 6000) allows 101,376 bytes per block: beside a separate P tile two 64-column
+// buffers fit, three do not. (The sm_120 kernel's rings of 3 and 4 keep P in a ring buffer and,
+// for 4, Q's k_pe columns out of shared memory: sm120_smem_bytes below, cuda/NOTES.md v16.)
 inline constexpr int kStagesSm120 = 2;
 inline constexpr int kColsSm120 = 64;
 // Hopper allows 232,448 bytes: six 64-column buffers, more bytes in flight. (Six 128-column
