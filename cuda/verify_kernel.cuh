@@ -297,6 +297,21 @@ __device__ __forceinline__ void merge_store_lse(const VerifyParams& p, int64_t t
   p.lse[token * p.num_heads + head] = big_m == -INFINITY ? -INFINITY : big_m + logf(wsum);
 }
 
+#ifdef MLAV_MMA_TRACE
+// Timing-only builds of the mma.sync kernels (never the kernel; without the flag nothing below
+// or in the kernel changes): thread 0 of every block adds up clock64() cycles per phase over its
+// tiles (S steps, softmax, PV steps) and records its prologue and epilogue; every launch
+// overwrites. verify_partial_s2.cu prints a summary at the next prepare and at exit.
+//   OBJ=verify_partial_s2 scripts/variant_bench.sh mmatrace cuda/verify_partial_s2.cu -DMLAV_MMA_TRACE
+enum MmaTraceField { kMtTiles, kMtPro, kMtS, kMtSoftmax, kMtPv, kMtEpi, kMtSm, kMtFields };
+constexpr unsigned kMmaTraceBlocks = 4096;
+static __device__ unsigned long long g_mma_trace[kMmaTraceBlocks][kMtFields];
+static __device__ unsigned g_mma_trace_grid[3];
+#define MLAV_MT(...) __VA_ARGS__
+#else
+#define MLAV_MT(...)
+#endif
+
 // ---------------------------------------------------------------------------------------------
 // Partial kernel. grid = (row tiles, batch_size, num_splits + 1); z == num_splits is the draft.
 // ---------------------------------------------------------------------------------------------
@@ -350,6 +365,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     key_end = r.end;
   }
   const int num_tiles = static_cast<int>((key_end - key_begin + kKvTile - 1) / kKvTile);
+  MLAV_MT(const unsigned long long mt_t0 = clock64(); unsigned long long mt_s = 0, mt_sm = 0,
+          mt_pv = 0, mt_a = 0;)
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [64, kQRow]
@@ -556,8 +573,10 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     return buf;
   };
 
+  MLAV_MT(const unsigned long long mt_loop = clock64(); mt_a = mt_loop;)
 #pragma unroll 1
   for (int tile = 0; tile < num_tiles; ++tile) {
+    MLAV_MT(mt_a = clock64();)
     const int64_t tile_key0 = key_begin + static_cast<int64_t>(tile) * kKvTile;
 
     // Draft visibility words for this tile, one per row: bit k = the row's node sees node
@@ -629,6 +648,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       }
     });
 
+    MLAV_MT(const unsigned long long mt_b = clock64(); mt_s += mt_b - mt_a; mt_a = mt_b;)
     // ---- online softmax over this 64-key tile (split_plan.h numerics 2) ----
     // Scores are kept in log2 units, t = s * log2(e), so each probability is one FFMA and one
     // exp2f (2 ulp, the same bound as expf): p = 2^(t - m2) = e^(s - m). gpu_bounds.h counts the
@@ -734,6 +754,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
         ldmatrix_x4(p_buf + p_lane_off + mt * 16 * kKvTile * 2 + (xa0 ^ (ks * 32)), pa[mt][ks][0],
                     pa[mt][ks][1], pa[mt][ks][2], pa[mt][ks][3]);
 
+    MLAV_MT(const unsigned long long mt_c = clock64(); mt_sm += mt_c - mt_a; mt_a = mt_c;)
     // ---- O += P V over 8 chunks: this warp's 16 rows x 32 of each chunk's 64 columns ----
     static_for<0, kVChunks>([&]<int kC>() {
       const uint32_t buf = step.template operator()<kKChunks + kC>(tile);
@@ -751,6 +772,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
           }
         }
     });
+    MLAV_MT(const unsigned long long mt_d = clock64(); mt_pv += mt_d - mt_a; mt_a = mt_d;)
   }
   cp_async_wait<0>();
 
@@ -784,6 +806,20 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
               make_float2(acc[c][mt][n][2 * hr] * inv, acc[c][mt][n][2 * hr + 1] * inv);
         }
     }
+#ifdef MLAV_MMA_TRACE
+  if (tid == 0) {
+    const unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (b < kMmaTraceBlocks) {
+      unsigned long long* t = g_mma_trace[b];
+      unsigned sm;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+      t[kMtTiles] = num_tiles, t[kMtPro] = mt_loop - mt_t0, t[kMtS] = mt_s, t[kMtSoftmax] = mt_sm;
+      t[kMtPv] = mt_pv, t[kMtEpi] = clock64() - mt_a, t[kMtSm] = sm;
+    }
+    if (b == 0) g_mma_trace_grid[0] = gridDim.x, g_mma_trace_grid[1] = gridDim.y,
+                g_mma_trace_grid[2] = gridDim.z;
+  }
+#endif
 }
 
 }  // namespace mlaverify::cuda::detail

@@ -7,7 +7,48 @@
 #include "cuda/cuda_check.h"
 #include "cuda/verify_kernel.cuh"
 
+#ifdef MLAV_MMA_TRACE
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#endif
+
 namespace mlaverify::cuda::detail {
+
+#ifdef MLAV_MMA_TRACE
+// Prints the last traced launch (per-phase cycles of thread 0 of each block, cuda/NOTES.md v16)
+// and clears the record: blocks with at least 4 tiles (the prefix blocks of the SPEC
+// workloads), cycles per tile by phase, prologue and epilogue cycles, and the spread.
+static void dump_mma_trace() {
+  static unsigned long long tr[kMmaTraceBlocks][kMtFields];
+  if (cudaDeviceSynchronize() != cudaSuccess) return;
+  unsigned grid[3] = {0, 0, 0};
+  CUDA_CHECK(cudaMemcpyFromSymbol(grid, g_mma_trace_grid, sizeof grid));
+  CUDA_CHECK(cudaMemcpyFromSymbol(tr, g_mma_trace, sizeof tr));
+  const unsigned nb = std::min(grid[0] * grid[1] * grid[2], kMmaTraceBlocks);
+  double n = 0, tiles = 0, s = 0, sm = 0, pv = 0, pro = 0, epi = 0, lo = 1e30, hi = 0;
+  unsigned short_blocks = 0;
+  for (unsigned i = 0; i < nb; ++i) {
+    const unsigned long long* t = tr[i];
+    if (t[kMtTiles] == 0) continue;
+    if (t[kMtTiles] < 4) { ++short_blocks; continue; }
+    const double k = static_cast<double>(t[kMtTiles]);
+    const double per = (t[kMtS] + t[kMtSoftmax] + t[kMtPv]) / k;
+    n += 1, tiles += k, s += t[kMtS] / k, sm += t[kMtSoftmax] / k, pv += t[kMtPv] / k;
+    pro += t[kMtPro], epi += t[kMtEpi], lo = std::min(lo, per), hi = std::max(hi, per);
+  }
+  if (n > 0)
+    std::printf("MMATRACE grid %u %u %u: %.0f blocks with >= 4 tiles (%u shorter), %.1f tiles "
+                "each; cycles per tile: S %.0f, softmax %.0f, PV %.0f, sum %.0f (blocks %.0f .. "
+                "%.0f); prologue %.0f, epilogue %.0f cycles\n",
+                grid[0], grid[1], grid[2], n, short_blocks, tiles / n, s / n, sm / n, pv / n,
+                (s + sm + pv) / n, lo, hi, pro / n, epi / n);
+  static const unsigned long long zero[kMmaTraceBlocks][kMtFields] = {};
+  const unsigned zg[3] = {0, 0, 0};
+  CUDA_CHECK(cudaMemcpyToSymbol(g_mma_trace, zero, sizeof zero));
+  CUDA_CHECK(cudaMemcpyToSymbol(g_mma_trace_grid, zg, sizeof zg));
+}
+#endif
 
 // The default (cuda/NOTES.md v16d): 4 buffers with P in the ring, Q's k_pe from global memory.
 // The v6 kernel (2 buffers and P) and ring 3 (v16b) stay for comparison, and the L1-staged ring
@@ -35,6 +76,11 @@ PartialFn sm120_kernel(int ring, int l1_ahead) {
 bool stages2_supported(int ring, int l1_ahead) { return sm120_kernel(ring, l1_ahead) != nullptr; }
 
 void prepare_partial_stages2(int ring, int l1_ahead, int carveout_percent) {
+#ifdef MLAV_MMA_TRACE
+  static bool at_exit = false;
+  if (!at_exit) at_exit = std::atexit(dump_mma_trace) == 0;  // the last workload's record
+  dump_mma_trace();
+#endif
   PartialFn k = sm120_kernel(ring, l1_ahead);
   CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   sm120_smem_bytes(ring)));
