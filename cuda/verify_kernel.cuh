@@ -302,7 +302,7 @@ __device__ __forceinline__ void merge_store_lse(const VerifyParams& p, int64_t t
 // or in the kernel changes): thread 0 of every block adds up clock64() cycles per phase over its
 // tiles (S steps, softmax, PV steps) and records its prologue and epilogue; every launch
 // overwrites. verify_partial_s2.cu prints a summary at the next prepare and at exit.
-//   OBJ=verify_partial_s2 scripts/variant_bench.sh mmatrace cuda/verify_partial_s2.cu -DMLAV_MMA_TRACE
+//   scripts/device_variant_s2.sh mmatrace cuda/verify_partial_s2.cu -DMLAV_MMA_TRACE
 enum MmaTraceField { kMtTiles, kMtPro, kMtS, kMtSoftmax, kMtPv, kMtEpi, kMtSm, kMtFields };
 constexpr unsigned kMmaTraceBlocks = 4096;
 static __device__ unsigned long long g_mma_trace[kMmaTraceBlocks][kMtFields];

@@ -6,33 +6,27 @@
 # The per-block timing trace is such a variant of the kernel itself (cuda/NOTES.md v14):
 #   scripts/variant_bench.sh trace cuda/verify_partial_wgmma.cu -DMLAV_WGMMA_TRACE
 # then on the device .device/verify_bench_trace > t.txt, and scripts/trace_summary.py t.txt.
-# usage: [OBJ=verify_partial_s2] scripts/variant_bench.sh NAME SOURCE [extra nvcc flags]
+# usage: scripts/variant_bench.sh NAME SOURCE [extra nvcc flags]
 #   SOURCE: an edited copy of cuda/verify_partial_wgmma.cu (anywhere; includes resolve against
-#   the repository), or with OBJ=verify_partial_s2 of the sm_120 kernel's file (its per-phase
-#   trace: OBJ=verify_partial_s2 scripts/variant_bench.sh mmatrace cuda/verify_partial_s2.cu
-#   -DMLAV_MMA_TRACE). Run scripts/device_build.sh first (it configures build-cuda).
+#   the repository). Run scripts/device_build.sh first (it configures build-cuda).
 set -euo pipefail
 name=$1
 src=$(realpath "$2")
 flags=${3:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root/build-cuda"
-unit=${OBJ:-verify_partial_wgmma}
-case "$unit" in
-  verify_partial_wgmma) obj=cuda/CMakeFiles/mlaverify_cuda_sm90a.dir/$unit.cu.o ;;
-  *) obj=cuda/CMakeFiles/mlaverify_cuda.dir/$unit.cu.o ;;
-esac
+obj=cuda/CMakeFiles/mlaverify_cuda_sm90a.dir/verify_partial_wgmma.cu.o
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # The object's own compile line, pointed at the variant source and a scratch object; -I the
 # repository so the variant's "cuda/..." includes resolve from anywhere.
 cmd=$(ninja -t commands "$obj" | tail -1)
-cmd=${cmd//"$root/cuda/$unit.cu"/"$src"}
+cmd=${cmd//"$root/cuda/verify_partial_wgmma.cu"/"$src"}
 cmd=$(echo "$cmd" | sed -e "s# -o [^ ]*\.o# -o $work/variant.o -I$root $flags#")
 eval "$cmd" 2>&1 | grep -E "error|C75|spill|Used" || true
 [ -f "$work/variant.o" ] || { echo "variant $name: compile failed" >&2; exit 1; }
 cp cuda/libmlaverify_cuda.a "$work/lib.a"
-member=$(ar t "$work/lib.a" | grep "$unit")
+member=$(ar t "$work/lib.a" | grep verify_partial_wgmma)
 cp "$work/variant.o" "$work/$member"
 (cd "$work" && ar r lib.a "$member")
 link=$(ninja -t commands bench/gpu/verify_bench | tail -1)
