@@ -115,8 +115,11 @@ for step in "${steps[@]}"; do
     peer)
       # FlashInfer's fa2 MLA kernel on the same workloads, in the same call (its own log and
       # JSON under $OUT/peer/).
-      (cd "${PEER:-peer}" && OUT="$OUT/peer" SKIP_SELFTEST=1 FI_BACKEND=fa2 timeout 420 bash run.sh) 2>&1 |
-        tail -30 ;;
+      # PEER_FI picks the backend (fa2 default; fa3 for the Hopper kernel's class), PEER_ARGS
+      # passes bench.py arguments (e.g. --workloads mix-long-short,...).
+      fi=${PEER_FI:-fa2}
+      (cd "${PEER:-peer}" && OUT="$OUT/peer${PEER_FI:+_$fi}" SKIP_SELFTEST=1 FI_BACKEND=$fi \
+        timeout 420 bash run.sh ${PEER_ARGS:-}) 2>&1 | tail -30 ;;
     sweep)
       "$BIN/verify_bench" --sweep 2>&1 | tee "$OUT/bench_sweep.txt" ;;
   esac
