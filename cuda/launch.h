@@ -25,11 +25,21 @@ struct PartialArgs {
   bool cluster_merge = false;
 };
 
-// Raise the dynamic shared-memory limit of the partial kernel (host call; before capture).
-void prepare_partial_stages2();
+// Raise the dynamic shared-memory limit of the partial kernel (host call; before capture). The
+// sm_120-sized kernel has a ring of 2 chunk buffers (and P) or 3 (P in the ring), each plain
+// (l1_ahead 0) or L1-staged (l1_ahead chunks prefetched into L1); stages2_supported says which
+// are compiled. carveout_percent is the preferred shared-memory carveout
+// (cudaFuncAttributePreferredSharedMemoryCarveout; -1: the driver's default).
+bool stages2_supported(int ring, int l1_ahead);
+void prepare_partial_stages2(int ring, int l1_ahead, int carveout_percent);
 void prepare_partial_stages6();  // defined only where CMAKE_CUDA_ARCHITECTURES holds 90
 // Enqueue the partial kernel, grid (row tiles, num_splits + 1, batch_size).
-void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream);
+void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int ring, int l1_ahead);
+// Residency: blocks of the partial kernel per SM (after its prepare_*; the wgmma and 6-stage
+// ones only where CMAKE_CUDA_ARCHITECTURES holds 90).
+int blocks_per_sm_stages2(int ring, int l1_ahead);
+int blocks_per_sm_stages6();
+int blocks_per_sm_wgmma();
 void launch_partial_stages6(const PartialArgs& args, CUstream_st* stream);
 // The sm_90a wgmma kernel; defined only where CMAKE_CUDA_ARCHITECTURES holds 90.
 void prepare_partial_wgmma();

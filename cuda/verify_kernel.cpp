@@ -18,7 +18,7 @@
 namespace mlaverify::cuda {
 
 int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_draft,
-                           int64_t typical_prefix_len, int sm_count) {
+                           int64_t typical_prefix_len, int sm_count, int blocks_per_sm) {
   const int64_t blocks_per_split =
       std::max<int64_t>(1, batch_size * row_tiles(max_draft, num_heads));
   // One block per SM fits (~240 registers x 256 threads): one wave of prefix blocks. On the H200
@@ -26,7 +26,8 @@ int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_dr
   // workloads; one more split spills into a second wave and lost 5-45% to the tail.
   // Draft blocks (one per row tile) are short and fill in as prefix blocks finish, so only the
   // prefix blocks are fitted: the most splits whose blocks still fit one wave.
-  int64_t splits = std::max<int64_t>(1, std::max(sm_count, 1) / blocks_per_split);
+  const int64_t slots = int64_t{std::max(sm_count, 1)} * std::max(blocks_per_sm, 1);
+  int64_t splits = std::max<int64_t>(1, slots / blocks_per_split);
   // A split shorter than 4 tiles costs a partial write and read for little prefix work.
   const int64_t max_by_len = std::max<int64_t>(1, ceil_div(typical_prefix_len, kKvTile) / 4);
   splits = std::clamp<int64_t>(splits, 1, std::min<int64_t>(max_by_len, kMaxSplits));
@@ -66,6 +67,63 @@ bool choose_cluster_merge(const char* requested, bool folded, int32_t num_splits
                          std::min<int64_t>(grid_blocks, sm_count);
 }
 
+int choose_mma2_ring(const char* requested) {
+  const std::string want = requested ? requested : "";
+  if (want.empty()) return kMma2RingDefault;
+  if (want == "2") return 2;
+  if (want == "3") return 3;
+  if (want == "4") return 4;
+  throw InvalidInput("MLAV_MMA2_RING", -1,
+                     "\"" + want + "\" is not a ring: expected 2 (buffers and P), 3 or 4 (P in the ring)");
+}
+
+int choose_mma2_l1(const char* requested, int ring) {
+  const std::string want = requested ? requested : "";
+  if (want.empty()) return kMma2L1Default;
+  char* end = nullptr;
+  const long v = std::strtol(want.c_str(), &end, 10);
+  if (end == want.c_str() || *end != '\0' || v < 0 || v > 64 ||
+      !detail::stages2_supported(ring, static_cast<int>(v)))
+    throw InvalidInput("MLAV_MMA2_L1", -1,
+                       "\"" + want + "\" is not a compiled L1 prefetch distance for ring " +
+                           std::to_string(ring) + (ring == 3 ? ": expected 0 or 2" : ": expected 0"));
+  return static_cast<int>(v);
+}
+
+int choose_carveout(const char* requested, int block_smem, int max_smem_per_sm) {
+  const std::string want = requested ? requested : "";
+  if (!want.empty()) {
+    char* end = nullptr;
+    const long v = std::strtol(want.c_str(), &end, 10);
+    if (end == want.c_str() || *end != '\0' || v < -1 || v > 100)
+      throw InvalidInput("MLAV_SMEM_CARVEOUT", -1,
+                         "\"" + want + "\" is not a carveout: expected -1 or a percentage 0..100");
+    return static_cast<int>(v);
+  }
+  if (max_smem_per_sm <= 0) return -1;
+  const int64_t need = int64_t{block_smem} + 1024;
+  return static_cast<int>(std::min<int64_t>(100, ceil_div(need * 100, max_smem_per_sm)));
+}
+
+int partial_blocks_per_sm(const char* requested) {
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+#ifdef MLAV_HAVE_SM90_VARIANT
+  constexpr bool kHopperCompiled = true;
+#else
+  constexpr bool kHopperCompiled = false;
+#endif
+  const KernelVariant v = choose_variant(requested, major, minor, kHopperCompiled);
+#ifdef MLAV_HAVE_SM90_VARIANT
+  if (v == KernelVariant::Wgmma) return detail::blocks_per_sm_wgmma();
+  if (v == KernelVariant::Mma6) return detail::blocks_per_sm_stages6();
+#endif
+  const int ring = choose_mma2_ring(std::getenv("MLAV_MMA2_RING"));
+  return detail::blocks_per_sm_stages2(ring, choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), ring));
+}
+
 Support VerifyKernel::can_implement(const VerifyParams& p) {
   return detail::check_static(p, /*check_pointers=*/true);
 }
@@ -94,7 +152,7 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   variant_ = choose_variant(std::getenv("MLAV_CUDA_KERNEL"), major, minor, kHopperCompiled);
   const int need = variant_ == KernelVariant::Wgmma  ? kWgmmaSmemBytes
                    : variant_ == KernelVariant::Mma6 ? partial_smem_bytes(kStagesSm90, kColsSm90)
-                                                     : partial_smem_bytes(kStagesSm120, kColsSm120);
+                                                     : sm120_smem_bytes(choose_mma2_ring(std::getenv("MLAV_MMA2_RING")));
   if (optin < need)
     throw Unsupported("cuda verify kernel: device allows " + std::to_string(optin) +
                       " bytes of shared memory per block, the " + variant_name() +
@@ -103,7 +161,22 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   if (variant_ == KernelVariant::Wgmma) detail::prepare_partial_wgmma();
   if (variant_ == KernelVariant::Mma6) detail::prepare_partial_stages6();
 #endif
-  if (variant_ == KernelVariant::Mma2) detail::prepare_partial_stages2();
+  mma2_ring_ = kMma2RingDefault;
+  mma2_l1_ = 0;
+  if (variant_ == KernelVariant::Mma2) {
+    mma2_ring_ = choose_mma2_ring(std::getenv("MLAV_MMA2_RING"));
+    mma2_l1_ = choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), mma2_ring_);
+    int per_sm = 0;
+    CUDA_CHECK(
+        cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    // The plain kernel keeps the driver's default carveout (as measured through v6) unless
+    // MLAV_SMEM_CARVEOUT says otherwise; the L1-staged one asks for the L1 it stages into.
+    const char* carve = std::getenv("MLAV_SMEM_CARVEOUT");
+    const int carveout = mma2_l1_ > 0 || (carve && *carve)
+                             ? choose_carveout(carve, sm120_smem_bytes(mma2_ring_), per_sm)
+                             : -1;
+    detail::prepare_partial_stages2(mma2_ring_, mma2_l1_, carveout);
+  }
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   folded_ = variant_ == KernelVariant::Wgmma &&
@@ -141,7 +214,7 @@ void VerifyKernel::run() {
   if (variant_ == KernelVariant::Wgmma) detail::launch_partial_wgmma(args, stream_);
   if (variant_ == KernelVariant::Mma6) detail::launch_partial_stages6(args, stream_);
 #endif
-  if (variant_ == KernelVariant::Mma2) detail::launch_partial_stages2(args, stream_);
+  if (variant_ == KernelVariant::Mma2) detail::launch_partial_stages2(args, stream_, mma2_ring_, mma2_l1_);
   if (!cluster_merge_) detail::launch_merge(args, stream_);
 }
 

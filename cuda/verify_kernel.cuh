@@ -48,6 +48,14 @@ struct Chunking {
   static constexpr int kRowBytes = kCols * 2;
   static constexpr int kNTiles = kCols / 32;  // n8 tiles of a warp's quarter of a V chunk: 2 or 4
   static constexpr int kPairs = kNTiles / 2;  // ldmatrix.x4.trans loads two n8 tiles
+  // Part kPart of a tile (0 .. kPerTile - 1): the k_pe chunk (64 columns, units 0..7 only), or
+  // latent columns kPartOff .. kPartOff + kCols - 1 (K for parts before it, V after it).
+  template <int kPart>
+  static constexpr bool kRopePart = kPart == kKChunks - 1;
+  template <int kPart>
+  static constexpr int kPartOff = kPart < kKChunks - 1    ? kPart * kCols
+                                  : kPart == kKChunks - 1 ? 0
+                                                          : (kPart - kKChunks) * kCols;
 };
 
 // Calls f.template operator()<I>() for I = kBegin .. kEnd - 1, unrolled at compile time.
@@ -67,6 +75,16 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                "r"(src_bytes));
+}
+// The same through L1 (.ca: the source lines are looked up in, and allocated in, L1), for the
+// L1-staged variant of the 2-stage kernel: its chunks were prefetched into L1 a few steps ahead.
+__device__ __forceinline__ void cp_async16_ca(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+// Starts moving the line holding p into L1 (a hint: no register, nothing waits for it).
+__device__ __forceinline__ void prefetch_l1(const void* p) {
+  asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -279,12 +297,47 @@ __device__ __forceinline__ void merge_store_lse(const VerifyParams& p, int64_t t
   p.lse[token * p.num_heads + head] = big_m == -INFINITY ? -INFINITY : big_m + logf(wsum);
 }
 
+#ifdef MLAV_MMA_TRACE
+// Timing-only builds of the mma.sync kernels (never the kernel; without the flag nothing below
+// or in the kernel changes): thread 0 of every block adds up clock64() cycles per phase over its
+// tiles (S steps, softmax, PV steps) and records its prologue and epilogue; every launch
+// overwrites. verify_partial_s2.cu prints a summary at the next prepare and at exit.
+//   scripts/device_variant_s2.sh mmatrace cuda/verify_partial_s2.cu -DMLAV_MMA_TRACE
+enum MmaTraceField { kMtTiles, kMtPro, kMtS, kMtSoftmax, kMtPv, kMtEpi, kMtSm, kMtFields };
+constexpr unsigned kMmaTraceBlocks = 4096;
+static __device__ unsigned long long g_mma_trace[kMmaTraceBlocks][kMtFields];
+static __device__ unsigned g_mma_trace_grid[3];
+#define MLAV_MT(...) __VA_ARGS__
+#else
+#define MLAV_MT(...)
+#endif
+
 // ---------------------------------------------------------------------------------------------
 // Partial kernel. grid = (row tiles, batch_size, num_splits + 1); z == num_splits is the draft.
 // ---------------------------------------------------------------------------------------------
-template <int kStages, int kCols>
+// kL1Ahead > 0 (the L1-staged variant, cuda/NOTES.md v16): every chunk is also prefetched into
+// L1 kL1Ahead chunks before its cp.async is issued, and the cp.async reads through L1 (.ca), so
+// a 2-buffer shared-memory ring waits on L1 hits instead of L2 round trips: L1 acts as a ring of
+// kL1Ahead more chunks (8 KB each) that costs no shared memory. kL1Ahead = 0 is the v6 kernel.
+// kPInRing (v16b): P has no buffer of its own; it lives in the ring buffer that held the tile's
+// k_pe chunk, from the end of that chunk's S step (after the softmax's first barrier) to the
+// barrier of the first V step (the pa fragments are in registers by then), which is when the
+// ring reuses that buffer (kStages == 3: chunk g + 3 goes where chunk g was). So 3 buffers cost
+// the bytes of 2 buffers and P.
+// kStages == 4 with kPInRing (v16d): Q's k_pe columns are not staged in shared memory (the tile
+// holds Q's 512 latent columns, 64 KB); each warp loads its k_pe A fragments from global memory
+// (L1-resident after the first tile: 8 KB per block) at the start of every tile, 16 32-bit
+// loads per lane, and the 8 KB go to a fourth ring buffer. Row offsets: a 64-entry table.
+template <int kStages, int kCols, int kL1Ahead = 0, bool kPInRing = false>
 __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs args) {
   static_assert(kStages >= 2, "double buffering at least");
+  static_assert(!kPInRing || ((kStages == 3 || kStages == 4) && kCols == 64),
+                "P in the ring: a 64 x 64 bf16 chunk buffer, free from the k_pe step to V step 0");
+  constexpr bool kQRopeGlobal = kStages == 4;
+  static_assert(!kQRopeGlobal || kPInRing, "the 4-buffer ring is the sm_120 layout");
+  constexpr int kQRow = kQRopeGlobal ? kLatentDim : kRowDim;  // Q elements per smem row
+  constexpr int kQUnits = kQRow / 8;
+  static_assert(kL1Ahead >= 0 && kL1Ahead < Chunking<kCols>::kPerTile, "prefetch at most one tile ahead");
   using CK = Chunking<kCols>;
   constexpr int kKChunks = CK::kKChunks;
   constexpr int kVChunks = CK::kVChunks;
@@ -312,16 +365,20 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     key_end = r.end;
   }
   const int num_tiles = static_cast<int>((key_end - key_begin + kKvTile - 1) / kKvTile);
+  MLAV_MT(const unsigned long long mt_t0 = clock64(); unsigned long long mt_s = 0, mt_sm = 0,
+          mt_pv = 0, mt_a = 0;)
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem_raw);          // [64, 576]
-  __nv_bfloat16* p_s = q_s + kQElems;                                       // [64, 64]
-  __nv_bfloat16* kv_s = p_s + kPElems;                                      // [kStages, 64, kCols]
+  __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [64, kQRow]
+  __nv_bfloat16* p_s = q_s + kRows * kQRow;  // [64, 64], unless kPInRing
+  __nv_bfloat16* kv_s = kPInRing ? p_s : p_s + kPElems;                     // [kStages, 64, kCols]
   float* red_max = reinterpret_cast<float*>(kv_s + kStages * kChunkElems);  // [2, 64]
   float* red_sum = red_max + 2 * kRows;                                     // [2, 64]
   float* row_scale = red_sum + 2 * kRows;                                   // [64]
   float* row_inv_l = row_scale + kRows;                                     // [64]
   uint64_t* vis_s = reinterpret_cast<uint64_t*>(row_inv_l + kRows);         // [64]
+  // kQRopeGlobal: element offset of each row's k_pe in p.q, -1 past the request.
+  int64_t* qrope_off = reinterpret_cast<int64_t*>(vis_s + kRows);  // [64]
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -334,15 +391,26 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   // ---- Q tile: 64 rows x 72 units of 16 bytes, rows past the request zero-filled ----
   {
     const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
-    for (int u = tid; u < kRows * 72; u += kThreads) {
-      int r = u / 72, unit = u % 72;
+    for (int u = tid; u < kRows * kQUnits; u += kThreads) {
+      int r = u / kQUnits, unit = u % kQUnits;
       int64_t row = row0 + r;
       bool ok = row < valid_rows;
       int64_t t = ok ? row / H : 0, h = ok ? row % H : 0;
       int64_t col = unit < 64 ? p.q_latent_offset + unit * 8 : p.q_rope_offset + (unit - 64) * 8;
       const __nv_bfloat16* src =
           qbase + (e.q_begin + t) * p.q_token_stride + h * p.q_head_stride + col;
-      cp_async16(smem_addr(q_s + r * kRowDim + swz(r, unit) * 8), ok ? src : qbase, ok ? 16 : 0);
+      cp_async16(smem_addr(q_s + r * kQRow + swz(r, unit) * 8), ok ? src : qbase, ok ? 16 : 0);
+    }
+    if constexpr (kQRopeGlobal) {
+      // Read at the start of every tile, before that tile's first chunk barrier: published
+      // here (the first run of v16d read it unsynchronized in tile 0; racecheck caught it).
+      if (tid < kRows) {
+        const int64_t row = row0 + tid;
+        qrope_off[tid] = row < valid_rows ? (e.q_begin + row / H) * p.q_token_stride +
+                                                (row % H) * p.q_head_stride + p.q_rope_offset
+                                          : int64_t{-1};
+      }
+      __syncthreads();
     }
     cp_async_commit();
   }
@@ -365,22 +433,26 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const __nv_bfloat16* lat_src = pool;   // this thread's first unit of c
   const __nv_bfloat16* rope_src = pool;  // and of k_pe
   int src_bytes = 0;                     // 16, or 0: zero-fill past key_end
-  auto loader_enter_tile = [&](int tile) {
+  // This thread's first latent (rope: second) unit of key ld_key of `tile`, whose slot id is
+  // `slot` (unused for ExtendRows draft keys); the pool's first element outside the split.
+  auto key_src = [&](int tile, int64_t slot, bool rope, bool& ok) -> const __nv_bfloat16* {
     const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key;
-    const bool ok = tile < num_tiles && key < key_end;
-    src_bytes = ok ? 16 : 0;
-    if (!ok) {
-      lat_src = rope_src = pool;  // never read (src-size 0), but a valid address
-    } else if (!slots_from_indices) {
+    ok = tile < num_tiles && key < key_end;
+    if (!ok) return pool;  // never read (src-size 0), but a valid address
+    if (!slots_from_indices) {
       const __nv_bfloat16* row =
           static_cast<const __nv_bfloat16*>(p.k_extend) + (e.q_begin + key) * p.k_extend_stride;
-      lat_src = row + ld_unit * 8;  // k_extend rows are latent-first
-      rope_src = row + kLatentDim + ld_unit * 8;
-    } else {
-      // Prefix keys are the first P_i entries; CacheSlots draft keys follow them.
-      lat_src = pool + p.kv_layout.latent_index(next_slot) + ld_unit * 8;
-      rope_src = pool + p.kv_layout.rope_index(next_slot) + ld_unit * 8;
+      return row + (rope ? kLatentDim : 0) + ld_unit * 8;  // k_extend rows are latent-first
     }
+    // Prefix keys are the first P_i entries; CacheSlots draft keys follow them.
+    return pool + (rope ? p.kv_layout.rope_index(slot) : p.kv_layout.latent_index(slot)) +
+           ld_unit * 8;
+  };
+  auto loader_enter_tile = [&](int tile) {
+    bool ok;
+    lat_src = key_src(tile, next_slot, false, ok);
+    rope_src = key_src(tile, next_slot, true, ok);
+    src_bytes = ok ? 16 : 0;
     if (slots_from_indices) next_slot = load_slot(tile + 1);
   };
   const uint32_t kv_base = smem_addr(kv_s);
@@ -391,16 +463,20 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const uint32_t ld_dst1 = ld_dst0 ^ 16;
   // Issues the chunk holding part `kPart` of the current loader tile into buffer `buf`.
   auto issue_part = [&]<int kPart>(uint32_t buf) {
-    constexpr bool rope = kPart == kKChunks - 1;  // k_pe: 64 columns, units 0..7 only
-    constexpr int off = kPart < kKChunks - 1 ? kPart * kCols
-                        : rope               ? 0
-                                             : (kPart - kKChunks) * kCols;
+    constexpr bool rope = CK::template kRopePart<kPart>;
+    constexpr int off = CK::template kPartOff<kPart>;
     const __nv_bfloat16* src = (rope ? rope_src : lat_src) + off;
-    cp_async16(buf + ld_dst0, src, src_bytes);
-    cp_async16(buf + ld_dst1, src + 8, src_bytes);
+    auto copy = [&](uint32_t dst, const __nv_bfloat16* from) {
+      if constexpr (kL1Ahead > 0)
+        cp_async16_ca(dst, from, src_bytes);
+      else
+        cp_async16(dst, from, src_bytes);
+    };
+    copy(buf + ld_dst0, src);
+    copy(buf + ld_dst1, src + 8);
     if constexpr (kCols == 128 && !rope) {
-      cp_async16(buf + ld_dst0 + 128, src + 64, src_bytes);
-      cp_async16(buf + ld_dst1 + 128, src + 72, src_bytes);
+      copy(buf + ld_dst0 + 128, src + 64);
+      copy(buf + ld_dst1 + 128, src + 72);
     }
   };
 
@@ -431,9 +507,12 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const int v_unit0 = quarter * (kCols / 32) + (mi >> 1);  // V columns of this warp's quarter
   // V unit v_unit0 + pair * 2: the group of 8 stays, the low 3 bits XOR with mr.
   const uint32_t xv0 = ((v_unit0 & ~7) * 16) | (((v_unit0 & 7) ^ mr) * 16);
-  const uint32_t q_lane = smem_addr(q_s) + a_row * kRowDim * 2;
+  const uint32_t q_lane = smem_addr(q_s) + a_row * kQRow * 2;
   // PV layout: row pair rp (rows rp * 32 + mt * 16 + ...), column quarter `quarter`.
-  const uint32_t p_lane = smem_addr(p_s) + (rp * 32 + (lane & 15)) * kKvTile * 2;
+  const uint32_t p_lane_off = (rp * 32 + (lane & 15)) * kKvTile * 2;
+  // Shared address of this tile's P (set at the k_pe step when P lives in the ring).
+  uint32_t p_buf = smem_addr(p_s);
+  const uint32_t smem_base = smem_addr(smem_raw);
   const uint32_t kb_lane = (half * 32 + (mi >> 1) * 8 + mr) * kRowBytes;  // K chunk rows (keys)
   const uint32_t vb_lane = ((mi & 1) * 8 + mr) * kRowBytes;               // V chunk rows (keys)
 
@@ -448,6 +527,14 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     issue_part.template operator()<kP>(kv_base + kP * kChunkElems * 2);
     cp_async_commit();
   });
+  // The L1-staged variant: the first kL1Ahead chunks after those into L1 (all in tile 0).
+  static_for<kStages - 1, kStages - 1 + kL1Ahead>([&]<int kP>() {
+    static_assert(kP < kChunksPerTile, "the prologue stays inside tile 0");
+    constexpr bool rope = CK::template kRopePart<kP>;
+    prefetch_l1((rope ? rope_src : lat_src) + CK::template kPartOff<kP>);
+    if constexpr (kCols == 128 && !rope)
+      prefetch_l1((rope ? rope_src : lat_src) + CK::template kPartOff<kP> + 64);
+  });
   static_assert(kStages - 1 < kChunksPerTile, "the prologue stays inside tile 0");
 
   // One pipeline step for part kPart of the current tile: wait for its chunk, then issue the chunk
@@ -461,13 +548,35 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     const int wr = rd == 0 ? kStages - 1 : rd - 1;
     issue_part.template operator()<ahead_part>(kv_base + wr * kChunkElems * 2);
     cp_async_commit();
+    if constexpr (kL1Ahead > 0) {
+      // The chunk kL1Ahead after the one just issued, into L1: in the loader's tile (whose
+      // pointers are set) or the next one (its slot id was loaded when the loader entered this
+      // one, at least kChunksPerTile - kL1Ahead steps ago). Each of a key's 4 threads touches
+      // its own 32-byte sector of the key's 128-byte run, so the whole run is requested.
+      constexpr int pf = ahead + kL1Ahead;
+      constexpr int pf_part = pf % kChunksPerTile;
+      constexpr bool pf_next = pf / kChunksPerTile != ahead / kChunksPerTile;
+      constexpr bool rope = CK::template kRopePart<pf_part>;
+      constexpr int off = CK::template kPartOff<pf_part>;
+      const __nv_bfloat16* src;
+      if constexpr (pf_next) {
+        bool ok;
+        src = key_src(tile + pf / kChunksPerTile, next_slot, rope, ok);
+      } else {
+        src = rope ? rope_src : lat_src;
+      }
+      prefetch_l1(src + off);
+      if constexpr (kCols == 128 && !rope) prefetch_l1(src + off + 64);
+    }
     const uint32_t buf = kv_base + rd * kChunkElems * 2;
     rd = rd + 1 == kStages ? 0 : rd + 1;
     return buf;
   };
 
+  MLAV_MT(const unsigned long long mt_loop = clock64(); mt_a = mt_loop;)
 #pragma unroll 1
   for (int tile = 0; tile < num_tiles; ++tile) {
+    MLAV_MT(mt_a = clock64();)
     const int64_t tile_key0 = key_begin + static_cast<int64_t>(tile) * kKvTile;
 
     // Draft visibility words for this tile, one per row: bit k = the row's node sees node
@@ -494,15 +603,39 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 #pragma unroll
       for (int f = 0; f < 4; ++f) s_acc[n][f] = 0.f;
 
+    // kQRopeGlobal: this lane's k_pe A fragments (rows frag_row and + 8 of its row group,
+    // columns ks * 16 + frag_col (+ 8)), in flight during the latent steps.
+    uint32_t qr[kQRopeGlobal ? kRopeDim / 16 : 1][4];
+    if constexpr (kQRopeGlobal) {
+      const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
+      const int64_t oa = qrope_off[rg * 16 + frag_row], ob = qrope_off[rg * 16 + frag_row + 8];
+      auto ld = [&](int64_t off, int col) -> uint32_t {
+        return off < 0 ? 0u : __ldg(reinterpret_cast<const unsigned int*>(qbase + off + col));
+      };
+#pragma unroll
+      for (int ks = 0; ks < kRopeDim / 16; ++ks) {
+        qr[ks][0] = ld(oa, ks * 16 + frag_col);
+        qr[ks][1] = ld(ob, ks * 16 + frag_col);
+        qr[ks][2] = ld(oa, ks * 16 + frag_col + 8);
+        qr[ks][3] = ld(ob, ks * 16 + frag_col + 8);
+      }
+    }
+
     static_for<0, kKChunks>([&]<int kPart>() {
       const uint32_t buf = step.template operator()<kPart>(tile);
+      if constexpr (kPInRing && kPart == kKChunks - 1) p_buf = buf;
+      constexpr bool kQFromRegs = kQRopeGlobal && kPart == kKChunks - 1;
       constexpr int ksteps = kPart == kKChunks - 1 ? kRopeDim / 16 : kCols / 16;
 #pragma unroll
       for (int ks = 0; ks < ksteps; ++ks) {
         uint32_t a[4];
         // Q columns kPart * kCols + ks * 16 (k_pe starts at 512 = (kKChunks - 1) * kCols).
-        ldmatrix_x4(q_lane + kPart * kCols * 2 + (ks >> 2) * 128 + (xa0 ^ ((ks & 3) * 32)), a[0],
-                    a[1], a[2], a[3]);
+        if constexpr (kQFromRegs) {
+          a[0] = qr[ks][0], a[1] = qr[ks][1], a[2] = qr[ks][2], a[3] = qr[ks][3];
+        } else {
+          ldmatrix_x4(q_lane + kPart * kCols * 2 + (ks >> 2) * 128 + (xa0 ^ ((ks & 3) * 32)),
+                      a[0], a[1], a[2], a[3]);
+        }
 #pragma unroll
         for (int pair = 0; pair < 2; ++pair) {
           uint32_t b0, b1, b2, b3;
@@ -515,6 +648,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       }
     });
 
+    MLAV_MT(const unsigned long long mt_b = clock64(); mt_s += mt_b - mt_a; mt_a = mt_b;)
     // ---- online softmax over this 64-key tile (split_plan.h numerics 2) ----
     // Scores are kept in log2 units, t = s * log2(e), so each probability is one FFMA and one
     // exp2f (2 ulp, the same bound as expf): p = 2^(t - m2) = e^(s - m). gpu_bounds.h counts the
@@ -551,6 +685,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     }
     __syncthreads();
     float m_new[2], scale[2], part_sum[2] = {0.f, 0.f};
+    // Every warp is past its k_pe step (the barrier above), so P may overwrite that buffer.
+    __nv_bfloat16* p_tile = reinterpret_cast<__nv_bfloat16*>(smem_raw + (p_buf - smem_base));
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const int r = rg * 16 + frag_row + 8 * hr;
@@ -574,7 +710,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
         part_sum[hr] += p0 + p1;
         const int r = rg * 16 + frag_row + 8 * hr;
         const int key_local = half * 32 + n * 8 + frag_col;
-        *reinterpret_cast<__nv_bfloat162*>(p_s + r * kKvTile + swz(r, key_local >> 3) * 8 +
+        *reinterpret_cast<__nv_bfloat162*>(p_tile + r * kKvTile + swz(r, key_local >> 3) * 8 +
                                            frag_col) = __floats2bfloat162_rn(p0, p1);
       }
     }
@@ -615,9 +751,10 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks)
-        ldmatrix_x4(p_lane + mt * 16 * kKvTile * 2 + (xa0 ^ (ks * 32)), pa[mt][ks][0],
+        ldmatrix_x4(p_buf + p_lane_off + mt * 16 * kKvTile * 2 + (xa0 ^ (ks * 32)), pa[mt][ks][0],
                     pa[mt][ks][1], pa[mt][ks][2], pa[mt][ks][3]);
 
+    MLAV_MT(const unsigned long long mt_c = clock64(); mt_sm += mt_c - mt_a; mt_a = mt_c;)
     // ---- O += P V over 8 chunks: this warp's 16 rows x 32 of each chunk's 64 columns ----
     static_for<0, kVChunks>([&]<int kC>() {
       const uint32_t buf = step.template operator()<kKChunks + kC>(tile);
@@ -635,6 +772,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
           }
         }
     });
+    MLAV_MT(const unsigned long long mt_d = clock64(); mt_pv += mt_d - mt_a; mt_a = mt_d;)
   }
   cp_async_wait<0>();
 
@@ -668,6 +806,20 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
               make_float2(acc[c][mt][n][2 * hr] * inv, acc[c][mt][n][2 * hr + 1] * inv);
         }
     }
+#ifdef MLAV_MMA_TRACE
+  if (tid == 0) {
+    const unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (b < kMmaTraceBlocks) {
+      unsigned long long* t = g_mma_trace[b];
+      unsigned sm;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+      t[kMtTiles] = num_tiles, t[kMtPro] = mt_loop - mt_t0, t[kMtS] = mt_s, t[kMtSoftmax] = mt_sm;
+      t[kMtPv] = mt_pv, t[kMtEpi] = clock64() - mt_a, t[kMtSm] = sm;
+    }
+    if (b == 0) g_mma_trace_grid[0] = gridDim.x, g_mma_trace_grid[1] = gridDim.y,
+                g_mma_trace_grid[2] = gridDim.z;
+  }
+#endif
 }
 
 }  // namespace mlaverify::cuda::detail

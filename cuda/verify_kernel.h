@@ -24,7 +24,9 @@ constexpr int partial_smem_bytes(int stages, int cols) {
   return kRowsPerBlock * 576 * 2 + 64 * 64 * 2 + stages * 64 * cols * 2 + 2 * 2 * 64 * 4 +
          2 * 64 * 4 + 64 * 8;
 }
-// sm_120 (RTX PRO 6000) allows 101,376 bytes per block: two 64-column buffers fit, three do not.
+// sm_120 (RTX PRO 6000) allows 101,376 bytes per block: beside a separate P tile two 64-column
+// buffers fit, three do not. (The sm_120 kernel's rings of 3 and 4 keep P in a ring buffer and,
+// for 4, Q's k_pe columns out of shared memory: sm120_smem_bytes below, cuda/NOTES.md v16.)
 inline constexpr int kStagesSm120 = 2;
 inline constexpr int kColsSm120 = 64;
 // Hopper allows 232,448 bytes: six 64-column buffers, more bytes in flight. (Six 128-column
@@ -41,9 +43,21 @@ static_assert(kWgmmaSmemBytes <= kHopperSmemLimit, "Hopper budget");
 static_assert(partial_smem_bytes(kStagesSm120, kColsSm120) <= kSm120SmemLimit, "sm_120 budget");
 static_assert(partial_smem_bytes(kStagesSm120 + 1, kColsSm120) > kSm120SmemLimit,
               "a third buffer would fit");
+// The sm_120-sized kernel by ring (cuda/NOTES.md v16): 2 buffers and P, or 3 with P in the ring,
+// both partial_smem_bytes(2, 64); 4 with P in the ring holds only Q's latent columns (its k_pe
+// fragments come from global memory) and a 64-entry table of Q row offsets.
+constexpr int sm120_smem_bytes(int ring) {
+  return ring == 4 ? kRowsPerBlock * 512 * 2 + 4 * 64 * 64 * 2 + 2 * 2 * 64 * 4 + 2 * 64 * 4 +
+                         64 * 8 + 64 * 8
+                   : partial_smem_bytes(kStagesSm120, kColsSm120);
+}
+inline constexpr int kSm120MaxSmem = sm120_smem_bytes(4);
+static_assert(kSm120MaxSmem >= sm120_smem_bytes(2) && kSm120MaxSmem <= kSm120SmemLimit,
+              "sm_120 budget");
 #ifdef MLAV_SM120_DYN_SMEM
-// cuda/CMakeLists.txt hands this number to the resource check; it must be the one we request.
-static_assert(partial_smem_bytes(kStagesSm120, kColsSm120) == MLAV_SM120_DYN_SMEM,
+// cuda/CMakeLists.txt hands this number to the resource check: the largest request of any
+// sm_120 launcher.
+static_assert(kSm120MaxSmem == MLAV_SM120_DYN_SMEM,
               "update MLAV_SM120_DYN_SMEM in cuda/CMakeLists.txt");
 #endif
 
@@ -52,11 +66,19 @@ inline int64_t row_tiles(int32_t max_draft, int32_t num_heads) {
   return (static_cast<int64_t>(max_draft) * num_heads + kRowsPerBlock - 1) / kRowsPerBlock;
 }
 
-// A split count that gives at least two blocks per SM for a batch of this shape: the grid holds
-// batch_size * row_tiles * (num_splits + 1) blocks. Capped by kMaxSplits and by the prefix length
-// (no split shorter than 4 tiles, where the merge would cost more than the split saves).
+// The split count whose prefix blocks fill one wave of the device: sm_count SMs holding
+// blocks_per_sm partial blocks each (the kernel's residency, partial_blocks_per_sm; 1 for every
+// variant today, each uses ~100-227 KB of shared memory and up to 255 registers x 256 threads).
+// The grid holds batch_size * row_tiles * (num_splits + 1) blocks. Capped by kMaxSplits and by
+// the prefix length (no split shorter than 4 tiles, where the merge would cost more than the
+// split saves). On the RTX PRO 6000 that is 188 SMs x 1.
 int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_draft,
-                           int64_t typical_prefix_len, int sm_count);
+                           int64_t typical_prefix_len, int sm_count, int blocks_per_sm = 1);
+// How many blocks of the partial kernel one SM of the current device holds at once
+// (cudaOccupancyMaxActiveBlocksPerMultiprocessor with its shared memory), for the variant
+// choose_variant picks with `requested` (MLAV_CUDA_KERNEL; for mma2 also MLAV_MMA2_RING and
+// MLAV_MMA2_L1). A host call that sets the kernel's attributes: before capture.
+int partial_blocks_per_sm(const char* requested);
 
 // The partial kernels: mma.sync with 2 stages (the sm_120-sized one, every device), mma.sync with
 // 6 stages and wgmma (Hopper only, compiled where CMAKE_CUDA_ARCHITECTURES holds 90).
@@ -67,6 +89,24 @@ const char* variant_name(KernelVariant v);
 // or "mma2" to compare them): an unknown value is InvalidInput naming MLAV_CUDA_KERNEL, a
 // variant this device or build cannot run is Unsupported; neither is ever silently replaced.
 KernelVariant choose_variant(const char* requested, int major, int minor, bool hopper_compiled);
+
+// The sm_120-sized kernel's pipeline (cuda/NOTES.md v16). Ring: 2 chunk buffers and a P tile
+// (the v6 kernel); 3 buffers with P in the ring (the same 100,352 bytes, 1.5-1.7x faster on
+// the H200); 4 with P in the ring and Q's k_pe fragments loaded from global memory (100,864
+// bytes; the default, another 3-7%). L1 staging: how many 8 KB chunks each chunk is prefetched
+// into L1 before its cp.async (0: none). `requested` is MLAV_MMA2_RING / MLAV_MMA2_L1: null or
+// "" for the default, else a compiled pair (2/0, 3/0, 3/2, 4/0); anything else is InvalidInput
+// naming the variable.
+inline constexpr int kMma2RingDefault = 4;
+inline constexpr int kMma2L1Default = 0;
+int choose_mma2_ring(const char* requested);
+int choose_mma2_l1(const char* requested, int ring);
+// The preferred shared-memory carveout (percent of the SM's maximum) for a kernel that uses
+// `block_smem` bytes per block, one block per SM, and wants the rest of the SM's L1/shared array
+// as L1: the smallest percentage that holds the block and the 1 KB the driver reserves per
+// block. `requested` is MLAV_SMEM_CARVEOUT (null or "": this rule; an integer -1..100 forces it,
+// 100 leaving L1 the least, as the RTX PRO 6000 has with a 99 KB block).
+int choose_carveout(const char* requested, int block_smem, int max_smem_per_sm);
 
 // The split plan for the wgmma kernel, from static sizes only (so it holds for a captured graph):
 // unfolded, the draft of each row tile gets a block of its own, which runs on the SMs the prefix
@@ -116,6 +156,10 @@ class VerifyKernel {
   // Whether the partial kernel merges in clusters (choose_cluster_merge with MLAV_MERGE) rather
   // than through the merge kernel.
   bool cluster_merge() const { return cluster_merge_; }
+  // The 2-stage kernel's L1 prefetch distance in chunks (choose_mma2_l1; 0 for other variants).
+  int mma2_l1() const { return mma2_l1_; }
+  // The 2-stage kernel's ring: 2 buffers and P, or 3 with P in the ring (choose_mma2_ring).
+  int mma2_ring() const { return mma2_ring_; }
 
  private:
   VerifyParams params_{};
@@ -124,6 +168,8 @@ class VerifyKernel {
   KernelVariant variant_ = KernelVariant::Mma2;
   bool folded_ = false;
   bool cluster_merge_ = false;
+  int mma2_ring_ = 2;
+  int mma2_l1_ = 0;
   bool initialized_ = false;
 };
 

@@ -1,23 +1,107 @@
-// Explicit instantiation of the partial kernel with 2 KV chunk buffers of 64 columns, launcher.
-// Built for every architecture: it fits sm_120's 101,376-byte block limit.
+// Explicit instantiations of the sm_120-sized partial kernel (MLAV_CUDA_KERNEL=mma2): 64-column
+// KV chunks in a ring of 2 buffers plus P, or of 3 buffers holding P in the ring (the same
+// bytes), each plain or L1-staged (chunks prefetched into L1 l1_ahead chunks ahead); launcher.
+// Built for every architecture: all fit sm_120's 101,376-byte block limit.
+#include <cuda_runtime.h>
+
 #include "cuda/cuda_check.h"
 #include "cuda/verify_kernel.cuh"
 
+#ifdef MLAV_MMA_TRACE
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#endif
+
 namespace mlaverify::cuda::detail {
 
-template __global__ void verify_partial<2, 64>(const PartialArgs);
+#ifdef MLAV_MMA_TRACE
+// Prints the last traced launch (per-phase cycles of thread 0 of each block, cuda/NOTES.md v16)
+// and clears the record: blocks with at least 4 tiles (the prefix blocks of the SPEC
+// workloads), cycles per tile by phase, prologue and epilogue cycles, and the spread.
+static void dump_mma_trace() {
+  static unsigned long long tr[kMmaTraceBlocks][kMtFields];
+  if (cudaDeviceSynchronize() != cudaSuccess) return;
+  unsigned grid[3] = {0, 0, 0};
+  CUDA_CHECK(cudaMemcpyFromSymbol(grid, g_mma_trace_grid, sizeof grid));
+  CUDA_CHECK(cudaMemcpyFromSymbol(tr, g_mma_trace, sizeof tr));
+  const unsigned nb = std::min(grid[0] * grid[1] * grid[2], kMmaTraceBlocks);
+  double n = 0, tiles = 0, s = 0, sm = 0, pv = 0, pro = 0, epi = 0, lo = 1e30, hi = 0;
+  unsigned short_blocks = 0;
+  for (unsigned i = 0; i < nb; ++i) {
+    const unsigned long long* t = tr[i];
+    if (t[kMtTiles] == 0) continue;
+    if (t[kMtTiles] < 4) { ++short_blocks; continue; }
+    const double k = static_cast<double>(t[kMtTiles]);
+    const double per = (t[kMtS] + t[kMtSoftmax] + t[kMtPv]) / k;
+    n += 1, tiles += k, s += t[kMtS] / k, sm += t[kMtSoftmax] / k, pv += t[kMtPv] / k;
+    pro += t[kMtPro], epi += t[kMtEpi], lo = std::min(lo, per), hi = std::max(hi, per);
+  }
+  if (n > 0)
+    std::printf("MMATRACE grid %u %u %u: %.0f blocks with >= 4 tiles (%u shorter), %.1f tiles "
+                "each; cycles per tile: S %.0f, softmax %.0f, PV %.0f, sum %.0f (blocks %.0f .. "
+                "%.0f); prologue %.0f, epilogue %.0f cycles\n",
+                grid[0], grid[1], grid[2], n, short_blocks, tiles / n, s / n, sm / n, pv / n,
+                (s + sm + pv) / n, lo, hi, pro / n, epi / n);
+  static const unsigned long long zero[kMmaTraceBlocks][kMtFields] = {};
+  const unsigned zg[3] = {0, 0, 0};
+  CUDA_CHECK(cudaMemcpyToSymbol(g_mma_trace, zero, sizeof zero));
+  CUDA_CHECK(cudaMemcpyToSymbol(g_mma_trace_grid, zg, sizeof zg));
+}
+#endif
 
-void prepare_partial_stages2() {
-  CUDA_CHECK(cudaFuncSetAttribute(verify_partial<2, 64>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  partial_smem_bytes(2, 64)));
+// The default (cuda/NOTES.md v16d): 4 buffers with P in the ring, Q's k_pe from global memory.
+// The v6 kernel (2 buffers and P) and ring 3 (v16b) stay for comparison, and the L1-staged ring
+// of 3 (distance 2) for the RTX PRO 6000, whose latency hiding the H200 cannot show (v16:
+// neutral on the H200). Distances measured in v16a (2 buffers: 2, 4, 8; 3 buffers: 4) are one
+// line each to bring back.
+template __global__ void verify_partial<2, 64, 0, false>(const PartialArgs);
+template __global__ void verify_partial<3, 64, 0, true>(const PartialArgs);
+template __global__ void verify_partial<3, 64, 2, true>(const PartialArgs);
+template __global__ void verify_partial<4, 64, 0, true>(const PartialArgs);
+// The 3-buffer ring with P in it needs exactly the bytes of 2 buffers and P.
+static_assert(kPElems == Chunking<64>::kElems, "P is one 64-column chunk buffer");
+
+namespace {
+using PartialFn = void (*)(const PartialArgs);
+PartialFn sm120_kernel(int ring, int l1_ahead) {
+  if (ring == 2 && l1_ahead == 0) return verify_partial<2, 64, 0, false>;
+  if (ring == 3 && l1_ahead == 0) return verify_partial<3, 64, 0, true>;
+  if (ring == 3 && l1_ahead == 2) return verify_partial<3, 64, 2, true>;
+  if (ring == 4 && l1_ahead == 0) return verify_partial<4, 64, 0, true>;
+  return nullptr;
+}
+}  // namespace
+
+bool stages2_supported(int ring, int l1_ahead) { return sm120_kernel(ring, l1_ahead) != nullptr; }
+
+void prepare_partial_stages2(int ring, int l1_ahead, int carveout_percent) {
+#ifdef MLAV_MMA_TRACE
+  static bool at_exit = false;
+  if (!at_exit) at_exit = std::atexit(dump_mma_trace) == 0;  // the last workload's record
+  dump_mma_trace();
+#endif
+  PartialFn k = sm120_kernel(ring, l1_ahead);
+  CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  sm120_smem_bytes(ring)));
+  CUDA_CHECK(
+      cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, carveout_percent));
 }
 
-void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream) {
+int blocks_per_sm_stages2(int ring, int l1_ahead) {
+  PartialFn k = sm120_kernel(ring, l1_ahead);
+  CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  sm120_smem_bytes(ring)));
+  int n = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, kThreads, sm120_smem_bytes(ring)));
+  return n;
+}
+
+void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int ring, int l1_ahead) {
   const VerifyParams& p = args.p;
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
             static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
-  verify_partial<2, 64><<<grid, kThreads, partial_smem_bytes(2, 64), stream>>>(args);
+  sm120_kernel(ring, l1_ahead)<<<grid, kThreads, sm120_smem_bytes(ring), stream>>>(args);
   CUDA_CHECK(cudaGetLastError());
 }
 

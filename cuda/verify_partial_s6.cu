@@ -13,6 +13,14 @@ void prepare_partial_stages6() {
                                   partial_smem_bytes(6, 64)));
 }
 
+int blocks_per_sm_stages6() {
+  prepare_partial_stages6();
+  int n = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, verify_partial<6, 64>, kThreads,
+                                                           partial_smem_bytes(6, 64)));
+  return n;
+}
+
 void launch_partial_stages6(const PartialArgs& args, CUstream_st* stream) {
   const VerifyParams& p = args.p;
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),

@@ -1027,6 +1027,14 @@ void launch_partial_wgmma(const PartialArgs& args, CUstream_st* stream) {
   CUDA_CHECK(cudaLaunchKernelEx(&config, verify_partial_wgmma, args));
 }
 
+int blocks_per_sm_wgmma() {
+  prepare_partial_wgmma();
+  int n = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, verify_partial_wgmma, kThreads,
+                                                           kWgmmaSmemBytes));
+  return n;
+}
+
 int max_active_clusters_wgmma(int cluster_size) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(1, 1, static_cast<unsigned>(cluster_size));

@@ -162,8 +162,18 @@ struct Workload {
   int bs, heads, draft;
   int64_t prefix;
   bool chain;
-  double triton_us, torch_us, roofline_us;  // docs/spec.md §8 / the issue, H200
+  double triton_us, torch_us, roofline_us;  // docs/spec.md §8 / the issue, H200; 0: not known
+  // Mixed prefix lengths (issue 13): request i's prefix is mixed(i); `prefix` is then the
+  // longest, the length the split plan is chosen from (one count for all requests).
+  int64_t (*mixed)(int i) = nullptr;
 };
+
+int64_t prefix_of(const Workload& w, int i) { return w.mixed ? w.mixed(i) : w.prefix; }
+int64_t total_prefix(const Workload& w) {
+  int64_t n = 0;
+  for (int i = 0; i < w.bs; ++i) n += prefix_of(w, i);
+  return n;
+}
 
 const Workload kWorkloads[] = {
     {"k2-tp8-tree16", 16, 8, 16, 8192, false, 1281, 562, 57},
@@ -172,6 +182,18 @@ const Workload kWorkloads[] = {
     {"k2-tp8-ddtree128", 4, 8, 128, 8192, false, 1297, 715, 116},
     {"v3-tp1-tree8", 4, 128, 8, 4096, false, 2508, 363, 57},
     {"long-ctx", 2, 16, 16, 65536, false, 10153, 891, 114},
+};
+
+// Mixed-length batches (issue 13; the same lengths in the peer benchmark's copy of bench.py,
+// bench/results/2026-12-01-v16f-*): one long request beside a short one (the issue's example),
+// 64 requests of 100..4000 tokens (100 + 61 i mod 3901), and P = 0 and 1 beside 4097.
+const Workload kMixed[] = {
+    {"mix-long-short", 2, 128, 16, 30000, false, 0, 0, 0,
+     [](int i) -> int64_t { return i == 0 ? 30000 : 200; }},
+    {"mix-64x100-4000", 64, 16, 8, 4000, false, 0, 0, 0,
+     [](int i) -> int64_t { return 100 + (int64_t{i} * 61) % 3901; }},
+    {"mix-p0-p1-p4097", 3, 16, 16, 4097, false, 0, 0, 0,
+     [](int i) -> int64_t { return i == 0 ? 0 : i == 1 ? 1 : 4097; }},
 };
 
 __global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint32_t seed) {
@@ -203,12 +225,12 @@ std::string g_variant = "?";
 // captured in one CUDA graph; median of graph replays divided by R.
 double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_out,
                      double* flops_out, double* io_bytes_out) {
-  const int64_t P = w.prefix;
+  const int64_t sumP = total_prefix(w);
   const int D = w.draft, H = w.heads, bs = w.bs;
-  const double batch_kv_bytes = double(bs) * P * kRowDim * 2;
-  const int R = std::max(2, static_cast<int>(std::ceil(4 * 60e6 / batch_kv_bytes)));
+  const double batch_kv_bytes = std::max(1.0, double(sumP) * kRowDim * 2);
+  const int R = std::min(64, std::max(2, static_cast<int>(std::ceil(4 * 60e6 / batch_kv_bytes))));
   const int64_t T = int64_t{bs} * D;
-  const int64_t slots = int64_t{R} * bs * P + 1;  // slot 0: the sink, never named here
+  const int64_t slots = int64_t{R} * sumP + 1;  // slot 0: the sink, never named here
 
   __nv_bfloat16 *pool, *q, *kext, *o;
   float *lse, *ws;
@@ -229,10 +251,11 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   std::shuffle(perm.begin(), perm.end(), rng);
   std::vector<int32_t> qo(bs + 1), kv(bs + 1);
   std::vector<int64_t> mask_indptr(bs + 1);
-  for (int i = 0; i <= bs; ++i) {
-    qo[i] = i * D;
-    kv[i] = static_cast<int32_t>(i * P);
-    mask_indptr[i] = int64_t{i} * D * (P + D);
+  kv[0] = 0, mask_indptr[0] = 0;
+  for (int i = 0; i <= bs; ++i) qo[i] = i * D;
+  for (int i = 0; i < bs; ++i) {
+    kv[i + 1] = kv[i] + static_cast<int32_t>(prefix_of(w, i));
+    mask_indptr[i + 1] = mask_indptr[i] + int64_t{D} * (prefix_of(w, i) + D);
   }
   // FULL_MASK as SGLang builds it: prefix columns ones, the draft block from the tree.
   std::vector<uint8_t> mask(static_cast<size_t>(mask_indptr[bs]), 1);
@@ -241,6 +264,7 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
     parent[0] = -1;
     for (int t = 1; t < D; ++t) parent[t] = w.chain ? t - 1 : static_cast<int32_t>(rng() % t);
     for (int t = 0; t < D; ++t) {
+      const int64_t P = prefix_of(w, i);
       uint8_t* row = mask.data() + mask_indptr[i] + int64_t{t} * (P + D) + P;
       std::fill(row, row + D, 0);
       for (int a = t; a >= 0; a = parent[a]) row[a] = 1;
@@ -252,8 +276,7 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   uint8_t* d_mask = upload(mask);
   std::vector<int64_t*> d_idx(R);
   for (int r = 0; r < R; ++r) {
-    std::vector<int64_t> idx(perm.begin() + int64_t{r} * bs * P,
-                             perm.begin() + int64_t{r + 1} * bs * P);
+    std::vector<int64_t> idx(perm.begin() + int64_t{r} * sumP, perm.begin() + int64_t{r + 1} * sumP);
     d_idx[r] = upload(idx);
   }
 
@@ -270,7 +293,7 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   p.pool_slots = slots;
   p.qo_indptr = d_qo;
   p.kv_indptr = d_kv;
-  p.kv_indices_len = int64_t{bs} * P;
+  p.kv_indices_len = sumP;
   p.draft_source = DraftKvSource::ExtendRows;
   p.mask_format = MaskFormat::FullMask;
   p.mask = d_mask;
@@ -298,6 +321,10 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   if (g_variant == "wgmma") g_variant += kernels[0].folded() ? "/folded" : "/unfolded";
   if (g_variant == "wgmma/folded")
     g_variant += kernels[0].cluster_merge() ? "/cluster-merge" : "/merge-kernel";
+  if (g_variant == "mma.sync x2" && kernels[0].mma2_ring() == 3) g_variant += "/ring3";
+  if (g_variant == "mma.sync x2" && kernels[0].mma2_ring() == 4) g_variant += "/ring4";
+  if (g_variant.rfind("mma.sync x2", 0) == 0 && kernels[0].mma2_l1() > 0)
+    g_variant += "/L1+" + std::to_string(kernels[0].mma2_l1());
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -321,8 +348,8 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
                   static_cast<void*>(d_mask)})
     CUDA_CHECK(cudaFree(d));
 
-  *kv_bytes_out = double(bs) * P * kRowDim * 2;
-  *flops_out = 2.0 * (kRowDim + kLatentDim) * H * D * double(bs) * (P + D);
+  *kv_bytes_out = double(sumP) * kRowDim * 2;
+  *flops_out = 2.0 * (kRowDim + kLatentDim) * H * D * (double(sumP) + double(bs) * D);
   *io_bytes_out = *kv_bytes_out + double(T) * H * (kRowDim * 2 + kLatentDim * 2 + 4);
   (void)sms;
   return ms * 1e3 / R;  // microseconds per verify call
@@ -346,12 +373,33 @@ int main(int argc, char** argv) {
   std::printf("device: %s, %d SMs, L2 %d MB, cc %d.%d, MLAV_CUDA_KERNEL=%s\n", prop.name, sms,
               prop.l2CacheSize >> 20, prop.major, prop.minor,
               kernel_env ? kernel_env : "(default)");
+  const char* l1_env = std::getenv("MLAV_MMA2_L1");
+  const char* carve_env = std::getenv("MLAV_SMEM_CARVEOUT");
+  const char* ring_env = std::getenv("MLAV_MMA2_RING");
+  std::printf("MLAV_MMA2_RING=%s MLAV_MMA2_L1=%s MLAV_SMEM_CARVEOUT=%s\n",
+              ring_env ? ring_env : "(default)", l1_env ? l1_env : "(default)",
+              carve_env ? carve_env : "(default)");
+
+  // The split plan: one wave of the partial kernel's blocks on MLAV_BENCH_SMS SMs (default: this
+  // device's; 188 plans as the RTX PRO 6000 would, run here on this device's SMs) at the
+  // kernel's residency.
+  const int resident = cuda::partial_blocks_per_sm(kernel_env);
+  const char* plan_env = std::getenv("MLAV_BENCH_SMS");
+  const int plan_sms = plan_env && std::atoi(plan_env) > 0 ? std::atoi(plan_env) : sms;
+  std::printf("split plan for %d SMs x %d resident blocks of the partial kernel\n", plan_sms,
+              resident);
+
+  // The six docs/spec.md §8 workloads, then the mixed-length ones (issue 13).
+  std::vector<const Workload*> all;
+  for (const Workload& w : kWorkloads) all.push_back(&w);
+  for (const Workload& w : kMixed) all.push_back(&w);
 
   if (!only.empty()) {
-    for (const Workload& w : kWorkloads)
-      if (only == w.name) {
+    for (const Workload* wp : all)
+      if (const Workload& w = *wp; only == w.name) {
         double kvb, fl, iob;
-        const int suggested = cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, sms);
+        const int suggested =
+            cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, plan_sms, resident);
         std::vector<int> tries = {suggested};
         if (sweep)
           for (int s : {1, 2, 3, 4, 8})
@@ -389,8 +437,10 @@ int main(int argc, char** argv) {
       copy_gbs, mma_tflops);
   std::printf("\n%-17s %6s %8s %8s %8s %7s %7s %9s %9s %7s  %s\n", "workload", "splits", "us",
               "KV GB/s", "TFLOP/s", "roof us", "frac", "vs triton", "vs torch", "issue", "kernel");
-  for (const Workload& w : kWorkloads) {
-    const int suggested = cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, sms);
+  for (const Workload* wp : all) {
+    const Workload& w = *wp;
+    const int suggested =
+            cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, plan_sms, resident);
     std::vector<int> tries = {suggested};
     if (sweep)
       for (int s : {1, 2, 4, 8, 16, 32, 64})
