@@ -339,6 +339,45 @@ TEST(CudaSupport, SuggestedSplitsFillTheMachine) {
   EXPECT_EQ(suggest_num_splits(1, 1, 1, 0, 132), 1);
 }
 
+// The residency argument and the RTX PRO 6000's 188 SMs (cuda/NOTES.md v16): one wave holds
+// sm_count * blocks_per_sm prefix blocks. k2-tp8-tree16 has 32 blocks per split: 4 splits on 132
+// SMs x 1, 5 on 188 x 1 (188 / 32 = 5.9), 8 on 132 x 2 (264 / 32 = 8.25).
+TEST(CudaSupport, SuggestedSplitsUseSmCountAndResidency) {
+  EXPECT_EQ(suggest_num_splits(16, 8, 16, 8192, 188), 5);
+  EXPECT_EQ(suggest_num_splits(16, 8, 16, 8192, 132, 2), 8);
+  EXPECT_EQ(suggest_num_splits(16, 8, 16, 8192, 188, 1), suggest_num_splits(16, 8, 16, 8192, 188));
+  // long-ctx: 2 requests x 4 row tiles = 8 blocks per split; 188 / 8 = 23 splits.
+  EXPECT_EQ(suggest_num_splits(2, 16, 16, 65536, 188), 23);
+  // The length cap still binds: 8 tiles allow 2 splits however many SMs there are.
+  EXPECT_EQ(suggest_num_splits(1, 1, 1, 64 * 8, 188, 4), 2);
+}
+
+// The sm_120 kernel's pipeline knobs: defaults, every compiled pair, and a named refusal of
+// anything else (never a silent substitute).
+TEST(CudaSupport, Mma2RingL1AndCarveoutChoices) {
+  EXPECT_EQ(choose_mma2_ring(nullptr), kMma2RingDefault);
+  EXPECT_EQ(choose_mma2_ring(""), 4);
+  EXPECT_EQ(choose_mma2_ring("2"), 2);
+  EXPECT_EQ(choose_mma2_ring("3"), 3);
+  mlaverify::testing::expect_invalid([] { choose_mma2_ring("5"); }, "MLAV_MMA2_RING", -1);
+  mlaverify::testing::expect_invalid([] { choose_mma2_ring("4 "); }, "MLAV_MMA2_RING", -1);
+  EXPECT_EQ(choose_mma2_l1(nullptr, 4), kMma2L1Default);
+  EXPECT_EQ(choose_mma2_l1("2", 3), 2);
+  EXPECT_EQ(choose_mma2_l1("0", 2), 0);
+  mlaverify::testing::expect_invalid([] { choose_mma2_l1("2", 4); }, "MLAV_MMA2_L1", -1);
+  mlaverify::testing::expect_invalid([] { choose_mma2_l1("x", 3); }, "MLAV_MMA2_L1", -1);
+  // The rule: the smallest percentage of the SM's shared memory holding the block and the 1 KB
+  // the driver reserves. H200 (233,472 B per SM): (100,864 + 1,024) / 233,472 = 43.6% -> 44.
+  // RTX PRO 6000 (102,400 B): 99.5% -> 100.
+  EXPECT_EQ(choose_carveout(nullptr, 100864, 233472), 44);
+  EXPECT_EQ(choose_carveout(nullptr, 100864, 102400), 100);
+  EXPECT_EQ(choose_carveout(nullptr, 100864, 0), -1);
+  EXPECT_EQ(choose_carveout("100", 100864, 233472), 100);
+  EXPECT_EQ(choose_carveout("-1", 100864, 233472), -1);
+  mlaverify::testing::expect_invalid([] { choose_carveout("101", 1, 1); }, "MLAV_SMEM_CARVEOUT",
+                                     -1);
+}
+
 TEST(CudaSupport, DraftPlanFoldsUnlessDraftBlocksFitTheFreeSms) {
   // docs/spec.md §8 on 132 SMs, with the splits suggest_num_splits picks. k2-tp8-ddtree128: 4
   // requests x 16 row tiles = 64 draft blocks, 2 splits leave 132 - 128 = 4 SMs free: 16 rounds,
