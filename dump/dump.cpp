@@ -243,7 +243,21 @@ int64_t ServerDump::held_bytes() const {
 }
 
 ServerDump ServerDump::load(const std::filesystem::path& path, const LoadLimits& limits) {
-  const SafetensorsFile f = SafetensorsFile::read(path, limits.max_bytes);
+  return from_file(SafetensorsFile::read(path, limits.max_bytes), limits);
+}
+
+ServerDump ServerDump::from_bytes(std::vector<std::byte> bytes, std::string name,
+                                  const LoadLimits& limits) {
+  if (static_cast<int64_t>(bytes.size()) > limits.max_bytes) {
+    throw InvalidInput(name, -1,
+                       std::to_string(bytes.size()) + " bytes exceed the memory budget of " +
+                           std::to_string(limits.max_bytes) +
+                           " bytes (raise it with --max-memory)");
+  }
+  return from_file(SafetensorsFile::parse(std::move(bytes), std::move(name)), limits);
+}
+
+ServerDump ServerDump::from_file(const SafetensorsFile& f, const LoadLimits& limits) {
   Budget budget(f.file(), limits.max_bytes, f.file_bytes());
   Reader r(f, budget);
   ServerDump d;
