@@ -177,7 +177,6 @@ def main():
     padded = os.path.join(ROOT, "scenarios", "dumps", "k2_padded.safetensors")
     seeds = {
         # One real request, one head, everything as the server gave it: replays green.
-        "padded_r0_h0": slim(padded, [0], max_prefix=None),
         "eagle_r3_h2": slim(eagle, [3], heads=(2,)),
         # Real and CUDA-graph padded rows, shortened prefixes.
         "padded_r1_r2_r3_p4": slim(padded, [1, 2, 3], max_prefix=4),
