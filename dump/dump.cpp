@@ -630,6 +630,14 @@ ServerDump ServerDump::from_file(const SafetensorsFile& f, const LoadLimits& lim
                            str(static_cast<int64_t>(lists[i].size())) + " nodes, qo_indptr says " +
                                str(d.draft_nodes(i)));
       }
+      // Narrowed to int32 only once in range: 4294967295 must not wrap to a root's -1.
+      for (size_t t = 0; t < lists[i].size(); ++t) {
+        if (lists[i][t] < -1 || lists[i][t] >= static_cast<int64_t>(lists[i].size())) {
+          throw InvalidInput(meta_field("parents") + "[" + str(i) + "]", static_cast<int64_t>(t),
+                             "parent " + str(lists[i][t]) + " outside [-1, " +
+                                 str(static_cast<int64_t>(lists[i].size())) + ")");
+        }
+      }
       std::vector<int32_t> par(lists[i].begin(), lists[i].end());
       model::DraftTree tree;
       try {

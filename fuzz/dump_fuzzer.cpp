@@ -1,11 +1,12 @@
 // libFuzzer harness for the server-dump loader: the whole path a user's .safetensors file takes
 // through `mlaverify replay` and `diagnose`. The bytes are parsed in memory
 // (ServerDump::from_bytes: the safetensors container, then every tensor checked against the
-// others); a dump that loads is handed to params() and, when its attention is small enough to
-// recompute within the per-input time, to model::validate_params, the replay reference and the
-// element-wise comparison with the server's o, and, smaller still, to diagnose's readings.
-// InvalidInput is the only acceptable failure of the load (and of diagnose); any other exception,
-// an InvalidInput from replaying a dump that loaded, or a sanitizer report, is a crash.
+// others). A dump that loads must hold the parent arrays its file gives; it is handed to
+// params() and, when its attention is small enough to recompute within the per-input time, to
+// model::validate_params, the replay reference and the element-wise comparison with the server's
+// o, and, smaller still, to diagnose's readings. InvalidInput is the only acceptable failure of
+// the load (and of diagnose); any other exception, an InvalidInput from replaying a dump that
+// loaded, a loaded value that differs from the file's, or a sanitizer report, is a crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "dump/diagnose.h"
 #include "dump/dump.h"
 #include "dump/replay.h"
+#include "dump/safetensors.h"
 #include "mlaverify/error.h"
 #include "model/validate.h"
 
@@ -63,6 +65,24 @@ double attention_work(const dump::ServerDump& d) {
   return w * d.num_heads() * kRowDim;
 }
 
+// What the loader keeps must be what the file says: the trees' parent arrays read back from the
+// metadata as int64 equal the loaded int32 ones (a value must not wrap into a valid parent).
+void check_parents(const dump::ServerDump& d, const std::vector<std::byte>& bytes) {
+  const dump::SafetensorsFile f = dump::SafetensorsFile::parse(bytes, "fuzz");
+  const auto it = f.metadata().find("parents");
+  if (it == f.metadata().end()) return;
+  const auto lists = dump::parse_int_lists(it->second, "parents", 1u << 20, 1u << 20);
+  for (size_t i = 0; i < d.parents().size(); ++i) {
+    for (size_t t = 0; t < d.parents()[i].size(); ++t) {
+      if (lists.at(i).at(t) != d.parents()[i][t]) {
+        std::fprintf(stderr, "dump_fuzzer: parents[%zu][%zu] is %lld in the file, %d loaded\n", i,
+                     t, static_cast<long long>(lists[i][t]), d.parents()[i][t]);
+        std::abort();
+      }
+    }
+  }
+}
+
 void exercise(dump::ServerDump& d) {
   VerifyParams p = d.params();
   (void)d.held_bytes();
@@ -106,8 +126,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_bytes = kMaxBytes;
   const char* stage = "ServerDump::from_bytes";
   try {
-    dump::ServerDump d =
-        dump::ServerDump::from_bytes(std::vector<std::byte>(bytes, bytes + size), "fuzz", limits);
+    const std::vector<std::byte> input(bytes, bytes + size);
+    dump::ServerDump d = dump::ServerDump::from_bytes(input, "fuzz", limits);
+    stage = "the loaded dump's parents against the file's";
+    check_parents(d, input);
     stage = "replay of a loaded dump (params, validate_params, reference, compare, diagnose)";
     exercise(d);
   } catch (const InvalidInput& e) {
