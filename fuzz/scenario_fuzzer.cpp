@@ -27,7 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   scenarios::Scenario s;
   try {
     s = scenarios::parse_scenario(text);
-  } catch (const InvalidInput&) {
+  } catch (const InvalidInput& e) {
+    if (std::getenv("MLAV_FUZZ_VERBOSE")) {
+      std::fprintf(stderr, "scenario_fuzzer: rejected: %s\n", e.what());
+    }
     return 0;  // rejected, as bad input must be
   } catch (const std::exception& e) {
     fail("parse_scenario threw something other than InvalidInput", e.what());
@@ -41,6 +44,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string again = scenarios::to_json(s);
     const scenarios::Scenario back = scenarios::parse_scenario(again);
     if (!(back == s)) fail("round trip changed the scenario", again);
+    if (std::getenv("MLAV_FUZZ_VERBOSE")) {
+      std::fprintf(stderr, "scenario_fuzzer: accepted: %s\n", scenarios::summary(s.spec).c_str());
+    }
   } catch (const InvalidInput& e) {
     fail("an accepted scenario does not round-trip", e.what());
   } catch (const std::exception& e) {
