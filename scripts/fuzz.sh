@@ -3,12 +3,12 @@
 # runs each for a fixed time: scenario_fuzzer (scenarios::parse_scenario) seeded from
 # scenarios/cases/*.json, dump_fuzzer (the server-dump loader, replay and diagnose) seeded from
 # fuzz/seeds/dump (slimmed from scenarios/dumps/*.safetensors by fuzz/make_dump_seeds.py), each
-# also from its fuzz/regressions/<fuzzer>/ inputs. Before fuzzing, every regression input and the
-# full shipped dumps run once through their harness.
+# also from its fuzz/regressions/{scenario,dump}/ inputs. Before fuzzing, every regression input
+# and the full shipped dumps run once through their harness.
 # Usage: scripts/fuzz.sh [seconds per fuzzer, default 60]
 # Prints executions and crashes per fuzzer; exits non-zero on any crash, with the input saved
 # under fuzz-failures/<fuzzer>/ (reproduce: build-fuzz/fuzz/<fuzzer> fuzz-failures/<fuzzer>/crash-*;
-# then add it to fuzz/regressions/<fuzzer>/ with the fix).
+# then add it to fuzz/regressions/{scenario,dump}/ with the fix).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -47,11 +47,11 @@ run_fuzzer() {  # name, max_len, seed files...
   local corpus="$work/$name" out="fuzz-failures/$name" log="$work/$name.log"
   mkdir -p "$corpus" "$out"
   cp "$@" "$corpus/"
-  local regressions=(fuzz/regressions/"$name"/*)
+  local regressions=(fuzz/regressions/"${name%_fuzzer}"/*)
   if [ -e "${regressions[0]}" ]; then
     echo "== $name: ${#regressions[@]} regression inputs =="
     if ! build-fuzz/fuzz/"$name" "${regressions[@]}" >"$work/$name.regress.log" 2>&1; then
-      tail -40 "$work/$name.regress.log"
+      grep -v "^    #" "$work/$name.regress.log" | tail -40
       echo "fuzz.sh: $name crashes on a regression input" >&2
       failed=1
       summary+=("$name: a regression input crashes")
