@@ -237,7 +237,21 @@ int64_t ServerDump::held_bytes() const {
 }
 
 ServerDump ServerDump::load(const std::filesystem::path& path, const LoadLimits& limits) {
-  const SafetensorsFile f = SafetensorsFile::read(path, limits.max_bytes);
+  return from_file(SafetensorsFile::read(path, limits.max_bytes), limits);
+}
+
+ServerDump ServerDump::from_bytes(std::vector<std::byte> bytes, std::string name,
+                                  const LoadLimits& limits) {
+  if (static_cast<int64_t>(bytes.size()) > limits.max_bytes) {
+    throw InvalidInput(name, -1,
+                       std::to_string(bytes.size()) + " bytes exceed the memory budget of " +
+                           std::to_string(limits.max_bytes) +
+                           " bytes (raise it with --max-memory)");
+  }
+  return from_file(SafetensorsFile::parse(std::move(bytes), std::move(name)), limits);
+}
+
+ServerDump ServerDump::from_file(const SafetensorsFile& f, const LoadLimits& limits) {
   Budget budget(f.file(), limits.max_bytes, f.file_bytes());
   Reader r(f, budget);
   ServerDump d;
@@ -616,6 +630,14 @@ ServerDump ServerDump::load(const std::filesystem::path& path, const LoadLimits&
         throw InvalidInput(meta_field("parents"), i,
                            str(static_cast<int64_t>(lists[i].size())) + " nodes, qo_indptr says " +
                                str(d.draft_nodes(i)));
+      }
+      // Narrowed to int32 only once in range: 4294967295 must not wrap to a root's -1.
+      for (size_t t = 0; t < lists[i].size(); ++t) {
+        if (lists[i][t] < -1 || lists[i][t] >= static_cast<int64_t>(lists[i].size())) {
+          throw InvalidInput(meta_field("parents") + "[" + str(i) + "]", static_cast<int64_t>(t),
+                             "parent " + str(lists[i][t]) + " outside [-1, " +
+                                 str(static_cast<int64_t>(lists[i].size())) + ")");
+        }
       }
       std::vector<int32_t> par(lists[i].begin(), lists[i].end());
       model::DraftTree tree;

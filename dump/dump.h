@@ -14,6 +14,8 @@
 
 namespace mlaverify::dump {
 
+class SafetensorsFile;
+
 // What a load may cost: the file is refused before it is read when it is larger than
 // max_bytes, and the buffers built from it are counted against the same budget.
 struct LoadLimits {
@@ -35,6 +37,10 @@ class ServerDump {
   // value out of range, metadata that disagrees with itself or with the tensors) raises
   // InvalidInput whose field starts with the file name and names the tensor or metadata key.
   static ServerDump load(const std::filesystem::path& path, const LoadLimits& limits = {});
+  // The same from a whole file already in memory; `name` stands for the path in errors (the
+  // loader's fuzz harness, fuzz/dump_fuzzer.cpp, enters here).
+  static ServerDump from_bytes(std::vector<std::byte> bytes, std::string name,
+                               const LoadLimits& limits = {});
 
   // The launch exactly as the server's kernel was asked to run it: FULL_MASK with
   // mask_indptr in the convention its length says ([bs + 1] CSR, [bs] offsets only), the pool through the dump's layout, the draft rows from k_extend when the dump
@@ -96,6 +102,8 @@ class ServerDump {
   int64_t held_bytes() const;
 
  private:
+  static ServerDump from_file(const SafetensorsFile& f, const LoadLimits& limits);
+
   std::string file_;
   int32_t bs_ = 0, raw_bs_ = 0, heads_ = 0, tp_ = 0, page_size_ = 1, max_draft_ = 0;
   int64_t total_q_ = 0, pool_slots_ = 0;

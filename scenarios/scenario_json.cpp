@@ -316,12 +316,23 @@ Scenario parse_scenario(std::string_view text) {
 }
 
 // Puts arrays that hold only numbers on one line ("parents": [-1, 0, 0, 1]), so a tree reads as
-// a parent array in the file rather than one node per line.
+// a parent array in the file rather than one node per line. Text inside JSON strings (a note
+// that quotes "trees=[-1,0]") is copied as it is.
 std::string compact_number_arrays(const std::string& in) {
   std::string out;
   out.reserve(in.size());
+  bool in_string = false;
   for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] == '[') {
+    if (in_string) {
+      if (in[i] == '\\') {
+        out += in[i++];  // an escape: the next character cannot end the string
+        if (i < in.size()) out += in[i];
+        continue;
+      }
+      in_string = in[i] != '"';
+    } else if (in[i] == '"') {
+      in_string = true;
+    } else if (in[i] == '[') {
       size_t j = i + 1;
       while (j < in.size() &&
              std::string_view("-+.eE0123456789, \n").find(in[j]) != std::string_view::npos)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test: install what is missing, build everything, run ctest (fixed seed, then a short run
 # with a fresh printed seed), then the model, CPU, scenario and property-suite tests again under
-# ASan + UBSan.
+# ASan + UBSan, then the loaders' libFuzzer harnesses (scripts/fuzz.sh, MLAV_FUZZ_SECONDS each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -36,4 +36,6 @@ cmake --build build-asan -j "$(nproc)"
 (cd build-asan && MLAV_SEED=${MLAV_SEED:-20261129} MLAV_CASES=3 ASAN_OPTIONS=detect_leaks=1 \
   UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j 2 --timeout 1200 -L props \
   -E '^Mutants[.]')
+echo "== the loaders under libFuzzer (clang, ASan + UBSan), ${MLAV_FUZZ_SECONDS:-60} s per fuzzer =="
+scripts/fuzz.sh "${MLAV_FUZZ_SECONDS:-60}"
 echo "test.sh: all stages passed in $(( $(date +%s) - start )) s"
