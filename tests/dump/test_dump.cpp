@@ -325,6 +325,16 @@ TEST(Dump, RejectsInconsistentTensorsNamingThem) {
         }));
       },
       {"scale.safetensors: __metadata__.sm_scale", "disagrees with itself"});
+  // A parent beyond int32 is refused before it could be narrowed (2^32 once loaded as 0).
+  expect_invalid(
+      [&] {
+        ServerDump::load(edited("parents.safetensors", [](auto&, auto& m) {
+          std::string p = m["parents"];
+          p.replace(p.find("-1, 0"), 5, "-1, 4294967296");
+          m["parents"] = p;
+        }));
+      },
+      {"parents.safetensors: __metadata__.parents[0]", "outside [-1"});
   expect_invalid(
       [&] {
         ServerDump::load(edited("rawbs.safetensors", [](auto&, auto& m) { m["raw_bs"] = "5"; }));

@@ -99,6 +99,15 @@ TEST(Scenario, RoundTripIsExact) {
   EXPECT_EQ(b.spec.sm_scale, 0.1308608);  // 17 significant digits: exact
 }
 
+// Text fields keep their brackets: to_json compacts number lists of the JSON itself, never the
+// contents of a string (the fuzzer found "trees=[,1]" written back as "[, 1]", "[1 2]" as "[12]").
+TEST(Scenario, RoundTripKeepsBracketsInsideStrings) {
+  Scenario a = sample();
+  a.note = "trees=[,1] and [1 2] and \"[3,\n 4]\"";
+  a.property = "vs_model";
+  EXPECT_EQ(parse_scenario(to_json(a)).note, a.note);
+}
+
 TEST(Scenario, FileRoundTrip) {
   auto dir = std::filesystem::temp_directory_path() / "mlav_scenario_test";
   auto path = dir / "a.json";
