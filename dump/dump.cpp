@@ -73,8 +73,8 @@ class Reader {
     return *t;
   }
 
-  // The tensor's shape must be one of `allowed` (-1 matches any size; the caller checks sizes
-  // against each other afterwards). Returns the shape with a squeezed middle 1 kept as given.
+  // Shape checks, each an InvalidInput naming the tensor and printing the shape it has; the
+  // caller checks sizes against each other afterwards.
   void require_rank(const TensorInfo& t, size_t rank, const std::string& expect) const {
     if (t.shape.size() != rank) {
       throw InvalidInput(field(t.name), -1,
