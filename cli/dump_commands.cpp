@@ -76,7 +76,8 @@ void bad_input(const std::filesystem::path& path, const DumpOptions& o, const st
                int64_t index, const std::string& what, std::ostream& out) {
   if (o.json) {
     JsonWriter j(out);
-    j.begin_object().field("file", path.string()).field("exit_code", int64_t{2});
+    j.begin_object().field("command", o.command).field("exit_code", int64_t{2});
+    j.field("file", path.string());
     j.field("field", field).field("index", index).field("error", what).end_object();
     out << "\n";
   } else {
@@ -207,6 +208,7 @@ int replay_dump(const std::filesystem::path& path, const DumpOptions& o, std::os
     JsonWriter j(out);
     j.begin_object();
     j.field("command", "replay");
+    j.field("exit_code", int64_t{ok ? 0 : 1});
     j.field("file", path.string());
     j.field("pass", ok);
     j.field("requests", d.real_batch_size());
@@ -278,7 +280,10 @@ int replay_dump(const std::filesystem::path& path, const DumpOptions& o, std::os
   return ok ? 0 : 1;
 }
 
-int diagnose_dump(const std::filesystem::path& path, const DumpOptions& o, std::ostream& out) {
+int diagnose_dump(const std::filesystem::path& path, const DumpOptions& options,
+                  std::ostream& out) {
+  DumpOptions o = options;
+  o.command = "diagnose";
   int code = 0;
   dump::ServerDump d;
   if (!load(path, o, d, out, code)) return code;
@@ -294,6 +299,7 @@ int diagnose_dump(const std::filesystem::path& path, const DumpOptions& o, std::
     JsonWriter j(out);
     j.begin_object();
     j.field("command", "diagnose");
+    j.field("exit_code", int64_t{rc});
     j.field("file", path.string());
     j.field("as_given_explains", dg.as_given.explains());
     j.field("verdict", dg.verdict);

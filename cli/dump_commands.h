@@ -16,7 +16,7 @@ struct DumpOptions {
   int64_t max_memory = int64_t{8} << 30;  // bytes the dump and its buffers may hold
   double max_seconds = 600;   // refuse a dump whose estimated model time is longer
   std::vector<std::string> readings;  // diagnose: only these (empty: all)
-  std::filesystem::path show_stem;    // replay: also draw pictures at <stem>.svg / .png
+  std::string command = "replay";     // names the command in a --json error document
 };
 
 // Whether `path` names a server dump (a .safetensors file) rather than a scenario.

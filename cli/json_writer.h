@@ -1,5 +1,6 @@
-// A minimal streaming JSON writer for the dump commands' --json output (objects, arrays, strings,
-// numbers, booleans), so those commands need no JSON library in their translation unit.
+// A minimal streaming JSON writer for the --json documents of replay (dumps), diagnose, show and
+// convert: objects, arrays, strings, numbers, booleans. nlohmann_json stays in json_io.cpp (slow
+// to compile on 2 cores, STYLE.md); these commands only write, so they need no parser.
 #pragma once
 
 #include <cmath>

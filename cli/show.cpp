@@ -179,7 +179,8 @@ int show(const ShowOptions& o, std::ostream& out) {
   const int rc = cmp.pass() ? 0 : 1;
   if (o.json) {
     JsonWriter j(out);
-    j.begin_object().field("command", "show").field("file", o.input.string());
+    j.begin_object().field("command", "show").field("exit_code", int64_t{rc});
+    j.field("file", o.input.string());
     j.field("svg", stem.string() + ".svg").field("png", stem.string() + ".png");
     j.field("pass", cmp.pass()).field("worst_ratio", cmp.worst_ratio()).end_object();
     out << "\n";
