@@ -474,12 +474,19 @@ Diagnosis diagnose(ServerDump& dump, const KernelAssumptions& assume,
           << summary(*explaining[k]) << ")";
       }
     } else {
-      v << "no single reading explains the server's o (as given: " << given_summary << ")";
-      for (size_t k = 0; k < std::min<size_t>(2, dg.ranked.size()); ++k) {
-        const ReadingResult& r = dg.ranked[k];
-        v << (k == 0 ? "; closest: " : "; next: ") << r.info.description << " ("
+      v << "no single reading explains the server's o (as given: " << given_summary << ", "
+        << dg.as_given.requests_within << " of " << dg.real_requests
+        << " requests within bound)";
+      // The closest two readings this dump can tell from the as-given one (a reading it cannot
+      // is the as-given reading again, not an alternative).
+      size_t shown = 0;
+      for (const ReadingResult& r : dg.ranked) {
+        if (shown == 2) break;
+        if (r.distance_from_given <= 1) continue;
+        v << (shown == 0 ? "; closest: " : "; next: ") << r.info.description << " ("
           << summary(r) << ", " << r.requests_within << " of " << dg.real_requests
           << " requests within bound)";
+        ++shown;
       }
     }
   }

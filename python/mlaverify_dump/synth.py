@@ -48,7 +48,7 @@ from . import __version__
 from ._bf16 import round_bf16
 from .presets import LATENT, PRESETS, ROW
 from .reference import reference_attention, rel_frobenius
-from .writer import write_verify_dump
+from .writer import read_verify_dump, write_verify_dump
 
 TOTAL_HEADS = {"deepseek-v3": 128, "kimi-k2": 64, "kimi-k2-0905": 64}
 EDGE_PREFIXES = (0, 1, 63, 64, 65)
@@ -286,6 +286,49 @@ def synthesize(outdir, seed, padded=True, corrupt=True):
         json.dump(manifest, f, indent=1)
         f.write("\n")
     return manifest
+
+
+def corrupt_dump(src, outdir, seed=1):
+    """Writes the corrupted copies of an existing dump (say one of the shipped SGLang dumps): its
+    inputs and metadata unchanged, its real rows' o replaced by what a server with each bug would
+    have returned (padded rows keep the server's own bytes). Returns a manifest like synthesize's,
+    the clean source first."""
+    rng = np.random.default_rng(seed)
+    os.makedirs(outdir, exist_ok=True)
+    tensors, _, md = read_verify_dump(src)
+    t = {k: v for k, v in tensors.items() if k not in ("o", "lse")}
+    qo = np.asarray(t["qo_indptr"])
+    bs = int(qo.shape[0] - 1)
+    meta = {"preset": md.get("preset"), "tp": int(md["tp"]) if "tp" in md else None,
+            "sm_scale": float(md["sm_scale"]), "raw_bs": int(md.get("raw_bs", bs)),
+            "parents": json.loads(md["parents"]) if "parents" in md else None}
+    o = np.asarray(tensors["o"], dtype=np.float64)
+    lse = np.asarray(tensors["lse"], dtype=np.float32) if "lse" in tensors else None
+    stem = os.path.splitext(os.path.basename(src))[0]
+    files = [{"file": os.path.abspath(src), "expect": "pass", "cause": "none", "requests": []}]
+    lse_in = lse if lse is not None else np.zeros(o.shape[:2], dtype=np.float32)
+    for cause in CORRUPTIONS:
+        oc, lc, extra = corrupted_output(rng, cause, t, meta, o, lse_in)
+        rel = [rel_frobenius(oc[qo[i]:qo[i + 1]], o[qo[i]:qo[i + 1]])
+               for i in range(meta["raw_bs"])]
+        bad = ([extra["where"]["request"]] if cause == "one_element"
+               else [i for i, r in enumerate(rel) if r > MISMATCH_REL_FROB])
+        if not bad:
+            continue
+        fname = f"{stem}.{cause}.safetensors"
+        write_verify_dump(os.path.join(outdir, fname), **t, o=oc,
+                          lse=lc if lse is not None else None, preset=meta["preset"],
+                          tp=meta["tp"], sm_scale=meta["sm_scale"],
+                          page_size=int(md.get("page_size", 1)), raw_bs=meta["raw_bs"],
+                          parents=meta["parents"], float_dtype="bf16",
+                          producer=f"mlaverify_dump.synth {__version__}: {cause} copy of {stem}")
+        entry = {"file": fname, "expect": "mismatch", "cause": cause, "requests": bad, **extra}
+        unsure = [i for i, r in enumerate(rel) if 0 < r <= MISMATCH_REL_FROB and i not in bad]
+        if unsure:
+            entry["uncertain"] = unsure
+        files.append(entry)
+    return {"generator": f"mlaverify_dump.synth {__version__}", "seed": seed, "source": src,
+            "files": files}
 
 
 def main(argv=None):

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from mlaverify_dump.synth import synthesize
+from mlaverify_dump.synth import corrupt_dump, synthesize
 
 CLI = os.environ.get("MLAVERIFY_CLI")
 
@@ -36,16 +36,29 @@ def run(*args):
     return p.returncode, p.stdout, p.stderr
 
 
-@pytest.fixture(scope="module")
-def batches(tmp_path_factory):
-    out = tmp_path_factory.mktemp("interop")
-    synthesize(str(out), seed=int(os.environ.get("MLAV_SEED", "20261201")) % (2**31))
-    with open(out / "manifest.json") as f:
-        manifest = json.load(f)
-    return out, manifest
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHIPPED = [os.path.join(ROOT, "scenarios", "dumps", n)
+           for n in ("k2_eagle16.safetensors", "k2_padded.safetensors")]
+
+
+@pytest.fixture(scope="module", params=["synth", "shipped"])
+def batches(request, tmp_path_factory):
+    """Synthesized batches with their corrupted copies, or the corrupted copies of the two
+    shipped SGLang dumps (the real server data, with each bug's output written by Python)."""
+    seed = int(os.environ.get("MLAV_SEED", "20261201")) % (2**31)
+    out = tmp_path_factory.mktemp("interop_" + request.param)
+    if request.param == "synth":
+        synthesize(str(out), seed=seed)
+        with open(out / "manifest.json") as f:
+            return out, json.load(f)
+    files = []
+    for src in SHIPPED:
+        files += corrupt_dump(src, str(out), seed=seed)["files"]
+    return out, {"files": files}
 
 
 def test_manifest_covers_every_corruption(batches):
+    """Every corruption is present (the synth batch plan and both shipped dumps give each)."""
     _, manifest = batches
     causes = {f["cause"] for f in manifest["files"]}
     assert {"none", "rope_first_cache", "mask_indptr_shifted", "one_element",
@@ -104,7 +117,6 @@ def test_diagnose_names_the_cause(batches):
 
 
 def test_shipped_sglang_dumps_replay_green():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    for name in ("k2_eagle16.safetensors", "k2_padded.safetensors"):
-        code, stdout, stderr = run("replay", os.path.join(root, "scenarios", "dumps", name))
+    for path in SHIPPED:
+        code, stdout, stderr = run("replay", path)
         assert code == 0, stdout + stderr
