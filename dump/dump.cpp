@@ -181,24 +181,9 @@ class Reader {
   Budget& budget_;
 };
 
-// An integer metadata value; InvalidInput naming the key when it does not parse or is out of range.
+// An integer metadata value (safetensors.h metadata_int); callers check presence first.
 int64_t meta_int(const SafetensorsFile& f, const std::string& key, int64_t lo, int64_t hi) {
-  const std::string& s = f.metadata().at(key);
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != s.size()) {
-    throw InvalidInput(f.file() + ": __metadata__." + key, -1, "\"" + s + "\" is not an integer");
-  }
-  if (v < lo || v > hi) {
-    throw InvalidInput(f.file() + ": __metadata__." + key, -1,
-                       str(v) + " outside [" + str(lo) + ", " + str(hi) + "]");
-  }
-  return v;
+  return metadata_int(f, key, lo, hi);
 }
 
 double meta_double(const SafetensorsFile& f, const std::string& key) {

@@ -115,22 +115,7 @@ std::vector<int32_t> csr(const std::vector<int64_t>& v, const std::string& field
 }
 
 int64_t meta_int(const SafetensorsFile& f, const std::string& key, int64_t lo, int64_t hi) {
-  const std::string field = f.file() + ": __metadata__." + key;
-  const auto it = f.metadata().find(key);
-  if (it == f.metadata().end()) throw InvalidInput(field, -1, "missing (the mask format needs it)");
-  const std::string& s = it->second;
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != s.size()) throw InvalidInput(field, -1, "\"" + s + "\" is not an integer");
-  if (v < lo || v > hi) {
-    throw InvalidInput(field, -1, str(v) + " outside [" + str(lo) + ", " + str(hi) + "]");
-  }
-  return v;
+  return metadata_int(f, key, lo, hi, "the mask format needs it");
 }
 
 bool has_stride(MaskFormat f) {

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "mlaverify/error.h"
+#include "mlaverify/json_nesting.h"
 
 namespace mlaverify::dump {
 namespace {
@@ -29,36 +30,12 @@ constexpr DTypeName kDTypes[] = {
     {StDType::F64, "F64", 8},
 };
 
-// A header is a flat object of objects holding short arrays: 4 levels is all a valid one needs.
-// Checked on the raw text before parsing, so "[[[[..." cannot drive the parser deep.
+// A header is a flat object of objects holding short arrays: 4 levels is all a valid one needs
+// (checked on the raw text before parsing, mlaverify/json_nesting.h).
 constexpr int kMaxNesting = 8;
 
-int64_t too_deep_at(std::string_view text) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxNesting) return static_cast<int64_t>(i);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return -1;
-}
-
 json parse_json(std::string_view text, const std::string& field) {
-  if (int64_t at = too_deep_at(text); at >= 0) {
+  if (int64_t at = json_nesting_exceeded_at(text, kMaxNesting); at >= 0) {
     throw InvalidInput(field, -1, "JSON nested deeper than " + std::to_string(kMaxNesting) +
                                       " levels at byte " + std::to_string(at));
   }
@@ -280,6 +257,28 @@ SafetensorsFile SafetensorsFile::read(const std::filesystem::path& path, int64_t
     throw InvalidInput(name, -1, "short read");
   }
   return parse(std::move(bytes), name);
+}
+
+int64_t metadata_int(const SafetensorsFile& f, const std::string& key, int64_t lo, int64_t hi,
+                     const std::string& why_needed) {
+  const std::string field = f.file() + ": __metadata__." + key;
+  const auto it = f.metadata().find(key);
+  if (it == f.metadata().end()) throw InvalidInput(field, -1, "missing (" + why_needed + ")");
+  const std::string& s = it->second;
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != s.size()) throw InvalidInput(field, -1, "\"" + s + "\" is not an integer");
+  if (v < lo || v > hi) {
+    throw InvalidInput(field, -1,
+                       std::to_string(v) + " outside [" + std::to_string(lo) + ", " +
+                           std::to_string(hi) + "]");
+  }
+  return v;
 }
 
 std::vector<TensorOut> copy_tensors(const SafetensorsFile& f) {

@@ -69,6 +69,11 @@ struct TensorOut {
   std::vector<std::byte> bytes;
 };
 
+// An integer metadata value in [lo, hi]; InvalidInput naming "<file>: __metadata__.<key>" when
+// it is missing (saying why_needed), does not parse as a whole integer, or is out of range.
+int64_t metadata_int(const SafetensorsFile& f, const std::string& key, int64_t lo, int64_t hi,
+                     const std::string& why_needed = "required");
+
 // Every tensor of `f` as a writable copy, in header order: how a file is edited and rewritten.
 std::vector<TensorOut> copy_tensors(const SafetensorsFile& f);
 

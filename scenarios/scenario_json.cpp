@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mlaverify/error.h"
+#include "mlaverify/json_nesting.h"
 #include "scenarios/scenario.h"
 
 namespace mlaverify::scenarios {
@@ -26,35 +27,6 @@ constexpr int64_t kFormatVersion = 1;
 // Deeper nesting than any valid file needs (3 levels); checked before parsing so random bytes
 // such as "[[[[..." cannot make the parser or json's destructor recurse without bound.
 constexpr int kMaxNesting = 32;
-
-// Scans the raw text for bracket nesting outside strings. Returns the byte offset of the first
-// bracket past the limit, or -1.
-int64_t too_deep_at(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxNesting) return static_cast<int64_t>(i);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return -1;
-}
 
 // Duplicate keys: nlohmann keeps the last, so a file that says "prefix_len" twice would load as
 // whichever came last without a word. The parser callback tracks every open object's keys and
@@ -286,7 +258,7 @@ CaseSpec read_case(const json& c) {
 }  // namespace
 
 Scenario parse_scenario(std::string_view text) {
-  if (int64_t at = too_deep_at(text); at >= 0) {
+  if (int64_t at = json_nesting_exceeded_at(text, kMaxNesting); at >= 0) {
     throw InvalidInput("json", at, "nesting deeper than " + std::to_string(kMaxNesting));
   }
   json doc;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "dump/diagnose.h"
+#include "tests/dump/edit_file.h"
 #include "dump/dump.h"
 #include "dump/replay.h"
 #include "dump/safetensors.h"
@@ -41,25 +42,15 @@ std::vector<std::byte> file_bytes(const std::filesystem::path& p) {
   return b;
 }
 
-// Copies a dump with its tensors and metadata rewritten by `edit`: the test's own writer (the
-// independent one is the Python package, tests/python).
-using Edit = std::function<void(std::vector<TensorOut>&, std::map<std::string, std::string>&)>;
+using testing::Edit;
+using testing::tensor;
+
+// A copy of a dump with its tensors and metadata rewritten by `edit`, in the tests' temp folder.
 std::filesystem::path rewrite(const std::filesystem::path& src, const std::string& name,
                               const Edit& edit) {
-  const SafetensorsFile f = SafetensorsFile::read(src, int64_t{1} << 30);
-  std::vector<TensorOut> out = copy_tensors(f);
-  std::map<std::string, std::string> meta = f.metadata();
-  edit(out, meta);
   const auto path = temp(name);
-  write_safetensors(path, out, meta);
+  testing::rewrite_file(src, path, edit);
   return path;
-}
-
-TensorOut& tensor(std::vector<TensorOut>& ts, const std::string& name) {
-  for (TensorOut& t : ts) {
-    if (t.name == name) return t;
-  }
-  throw std::runtime_error("no tensor " + name);
 }
 
 // Writes o [T, H, 512] (double) into the dump's bf16 "o", rounded once as a kernel would.

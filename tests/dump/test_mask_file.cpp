@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "tests/dump/edit_file.h"
 #include "dump/diagnose.h"
 #include "dump/dump.h"
 #include "dump/mask_file.h"
@@ -392,23 +393,14 @@ TEST(Convert, RefusesWhatAFormatCannotHold) {
 }
 
 // Copies the eagle dump, converted to `format` first, with its tensors and metadata edited.
-using Edit = std::function<void(std::vector<TensorOut>&, std::map<std::string, std::string>&)>;
+using testing::Edit;
+using testing::tensor;
 std::filesystem::path edited(F format, const std::string& file, const Edit& edit) {
   const auto conv = temp("base_" + name(format) + ".safetensors");
   write_mask_file(conv, convert_mask_file(read_mask_file(kEagle), format));
-  const SafetensorsFile f = SafetensorsFile::read(conv, int64_t{1} << 30);
-  std::vector<TensorOut> out = copy_tensors(f);
-  std::map<std::string, std::string> meta = f.metadata();
-  edit(out, meta);
   const auto path = temp(file);
-  write_safetensors(path, out, meta);
+  testing::rewrite_file(conv, path, edit);
   return path;
-}
-TensorOut& tensor(std::vector<TensorOut>& ts, const std::string& n) {
-  for (TensorOut& t : ts) {
-    if (t.name == n) return t;
-  }
-  throw std::runtime_error("no tensor " + n);
 }
 void set_i64(TensorOut& t, size_t k, int64_t v) { std::memcpy(t.bytes.data() + 8 * k, &v, 8); }
 
