@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/attention.h"
 #include "model/bitrows.h"
 #include "model/mask.h"
 #include "model/storage.h"
@@ -19,44 +20,21 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 double gamma(double n, double unit) { return n * unit / (1.0 - n * unit); }
 
-// Row r = (token, head) of p, as the model reads it: [q_lat (512) | q_pe (64)].
-void read_query(const VerifyParams& p, int64_t token, int32_t head, double* row) {
-  const int64_t base = token * p.q_token_stride + head * p.q_head_stride;
-  model::load_row(p.q_dtype, p.q, base + p.q_latent_offset, kLatentDim, row);
-  model::load_row(p.q_dtype, p.q, base + p.q_rope_offset, kRopeDim, row + kLatentDim);
-}
-
-// Key n of request e (prefix keys first, then draft node n - P), as [c (512) | k_pe (64)], and
-// its V row under `value` (v [512]).
-void read_key(const VerifyParams& p, const RequestExtent& e, int64_t n, const ValueReading& value,
-              double* key, double* v) {
+// Key n's V row (512) under a reading that takes V apart from the scores' latent c
+// (value.same_as_c() is false): the same slot or k_extend row, at the reading's offset and
+// stride. The key itself is model::read_key's.
+void read_value(const VerifyParams& p, const RequestExtent& e, int64_t n,
+                const ValueReading& value, double* v) {
+  int64_t at;
   const void* base;
-  int64_t latent, rope;
   if (n < e.prefix_len || p.draft_source == DraftKvSource::CacheSlots) {
     const int64_t slot = p.kv_indices[e.kv_begin + n];
-    base = p.kv_pool;
-    latent = p.kv_layout.latent_index(slot);
-    rope = p.kv_layout.rope_index(slot);
-  } else {
-    base = p.k_extend;
-    latent = (e.q_begin + (n - e.prefix_len)) * p.k_extend_stride;
-    rope = latent + kLatentDim;
-  }
-  model::load_row(p.kv_dtype, base, latent, kLatentDim, key);
-  model::load_row(p.kv_dtype, base, rope, kRopeDim, key + kLatentDim);
-  if (value.same_as_c()) {
-    std::copy(key, key + kLatentDim, v);
-    return;
-  }
-  int64_t at;
-  if (base == p.kv_pool) {
-    const int64_t slot = n < e.prefix_len || p.draft_source == DraftKvSource::CacheSlots
-                             ? p.kv_indices[e.kv_begin + n]
-                             : 0;
     const int64_t stride = value.v_stride > 0 ? value.v_stride : p.kv_layout.latent_stride;
+    base = p.kv_pool;
     at = p.kv_layout.latent_offset + slot * stride + value.v_offset;
   } else {
     const int64_t stride = value.v_stride > 0 ? value.v_stride : p.k_extend_stride;
+    base = p.k_extend;
     at = (e.q_begin + (n - e.prefix_len)) * stride + value.v_offset;
   }
   model::load_row(p.kv_dtype, base, at, kLatentDim, v);
@@ -114,7 +92,14 @@ BoundTerms bound_terms(const VerifyParams& p, const KernelAssumptions& assume,
     // Keys once per request: [n, 576] and V [n, 512].
     std::vector<double> keys(static_cast<size_t>(n * kRowDim)), vals(static_cast<size_t>(n) * kLatentDim);
     for (int64_t j = 0; j < n; ++j) {
-      read_key(p, e, j, value, keys.data() + j * kRowDim, vals.data() + j * kLatentDim);
+      double* key = keys.data() + j * kRowDim;
+      double* v = vals.data() + j * kLatentDim;
+      model::read_key(p, i, j, key);
+      if (value.same_as_c()) {
+        std::copy(key, key + kLatentDim, v);
+      } else {
+        read_value(p, e, j, value, v);
+      }
     }
     const double ln_n = std::log(static_cast<double>(std::max<int64_t>(n, 1)));
     const double gN = gamma(3.0 * static_cast<double>(n) + 2.0, ua);
@@ -124,7 +109,7 @@ BoundTerms bound_terms(const VerifyParams& p, const KernelAssumptions& assume,
       for (int32_t h = 0; h < H; ++h) {
         const int64_t token = e.q_begin + t;
         const size_t row = static_cast<size_t>(token * H + h);
-        read_query(p, token, h, q);
+        model::read_query(p, token, h, q);
         double m = -kInf;
         for (int64_t j = 0; j < n; ++j) {
           const bool visible = j < e.prefix_len || block.test(t, static_cast<int32_t>(j - e.prefix_len));

@@ -48,28 +48,33 @@ void load_queries(const VerifyParams& p, const RequestExtent& e, RowMat& q_lat, 
   }
 }
 
-// Keys [n0, n1) of one request: n < P are prefix keys (slot kv_indices[kv_begin + n]); n >= P is
-// draft node n - P, from k_extend row q_begin + (n - P) (latent-first) or, on the CacheSlots path,
-// from slot kv_indices[kv_begin + n] (the last D_i entries of the request's kv range).
+// Where key n of a request lives: n < P is prefix key n (slot kv_indices[kv_begin + n]); n >= P
+// is draft node n - P, from k_extend row q_begin + (n - P) (latent-first) or, on the CacheSlots
+// path, from slot kv_indices[kv_begin + n] (the last D_i entries of the request's kv range).
+struct KeyPlace {
+  const void* base;
+  int64_t latent;  // element index of c (512)
+  int64_t rope;    // element index of k_pe (64)
+};
+
+KeyPlace key_place(const VerifyParams& p, const RequestExtent& e, int64_t n) {
+  if (n < e.prefix_len || p.draft_source == DraftKvSource::CacheSlots) {
+    const int64_t slot = p.kv_indices[e.kv_begin + n];
+    return {p.kv_pool, p.kv_layout.latent_index(slot), p.kv_layout.rope_index(slot)};
+  }
+  const int64_t latent = (e.q_begin + (n - e.prefix_len)) * p.k_extend_stride;
+  return {p.k_extend, latent, latent + kLatentDim};
+}
+
+// Keys [n0, n1) of one request (key_place), as c [K, 512] and k_pe [K, 64].
 void load_keys(const VerifyParams& p, const RequestExtent& e, int64_t n0, int64_t n1, RowMat& c,
                RowMat& k_pe) {
   c.resize(n1 - n0, kLatentDim);   // [K, 512]
   k_pe.resize(n1 - n0, kRopeDim);  // [K, 64]
   for (int64_t n = n0; n < n1; ++n) {
-    const void* base;
-    int64_t latent, rope;
-    if (n < e.prefix_len || p.draft_source == DraftKvSource::CacheSlots) {
-      int64_t slot = p.kv_indices[e.kv_begin + n];
-      base = p.kv_pool;
-      latent = p.kv_layout.latent_index(slot);
-      rope = p.kv_layout.rope_index(slot);
-    } else {
-      base = p.k_extend;
-      latent = (e.q_begin + (n - e.prefix_len)) * p.k_extend_stride;
-      rope = latent + kLatentDim;
-    }
-    load_row(p.kv_dtype, base, latent, kLatentDim, c.row(n - n0).data());
-    load_row(p.kv_dtype, base, rope, kRopeDim, k_pe.row(n - n0).data());
+    const KeyPlace at = key_place(p, e, n);
+    load_row(p.kv_dtype, at.base, at.latent, kLatentDim, c.row(n - n0).data());
+    load_row(p.kv_dtype, at.base, at.rope, kRopeDim, k_pe.row(n - n0).data());
   }
 }
 
@@ -239,6 +244,18 @@ void check_nonabsorbed_sizes(const VerifyParams& p, const std::vector<double>& q
 }
 
 }  // namespace
+
+void read_key(const VerifyParams& p, int32_t request, int64_t j, double* row576) {
+  const KeyPlace at = key_place(p, request_extent(p, request), j);
+  load_row(p.kv_dtype, at.base, at.latent, kLatentDim, row576);
+  load_row(p.kv_dtype, at.base, at.rope, kRopeDim, row576 + kLatentDim);
+}
+
+void read_query(const VerifyParams& p, int64_t token, int32_t head, double* row576) {
+  const int64_t base = token * p.q_token_stride + head * p.q_head_stride;
+  load_row(p.q_dtype, p.q, base + p.q_latent_offset, kLatentDim, row576);
+  load_row(p.q_dtype, p.q, base + p.q_rope_offset, kRopeDim, row576 + kLatentDim);
+}
 
 RefResult reference_verify(const VerifyParams& p, LseBase base) {
   validate_params(p);

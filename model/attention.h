@@ -45,6 +45,13 @@ struct RefResult {
 // sm_scale is the float p.sm_scale, widened: the value the kernel multiplies by.
 RefResult reference_verify(const VerifyParams& p, LseBase base = LseBase::Natural);
 
+// The stored values a kernel reads, widened to double (exact), as the model reads them. Key j of
+// request i counts prefix keys first (j < P_i, through kv_indices and the pool layout), then draft
+// node j - P_i (from k_extend rows or the draft cache slots, per p.draft_source). Rows are
+// latent-first [576]: [c | k_pe] and [q_lat | q_pe]. Assumes p passed validate_params.
+void read_key(const VerifyParams& p, int32_t request, int64_t j, double* row576);
+void read_query(const VerifyParams& p, int64_t token, int32_t head, double* row576);
+
 // The scaled scores of one request, masked entries -inf: [D_i, H, P_i + D_i] (prefix keys first,
 // then draft keys in node order). For tests and diagnostics; validates p like reference_verify.
 std::vector<double> reference_scores(const VerifyParams& p, int32_t request);

@@ -189,35 +189,4 @@ RequestView request_view(const model::VerifyBatch& batch, int32_t i) {
   return v;
 }
 
-void read_key(const VerifyParams& p, int32_t request, int64_t j, double* row) {
-  RequestExtent e = request_extent(p, request);
-  int64_t slot = -1;
-  if (j < e.prefix_len) {
-    slot = p.kv_indices[e.kv_begin + j];
-  } else if (p.draft_source == DraftKvSource::CacheSlots) {
-    slot = p.kv_indices[e.kv_begin + j];  // the draft slots follow the prefix in kv_indices
-  } else {
-    // k_extend rows are latent-first in the pool's dtype, one per draft token.
-    int64_t base = (e.q_begin + (j - e.prefix_len)) * p.k_extend_stride;
-    for (int k = 0; k < kRowDim; ++k) row[k] = model::load(p.kv_dtype, p.k_extend, base + k);
-    return;
-  }
-  int64_t lat = p.kv_layout.latent_index(slot);
-  int64_t rope = p.kv_layout.rope_index(slot);
-  for (int k = 0; k < kLatentDim; ++k) row[k] = model::load(p.kv_dtype, p.kv_pool, lat + k);
-  for (int k = 0; k < kRopeDim; ++k) {
-    row[kLatentDim + k] = model::load(p.kv_dtype, p.kv_pool, rope + k);
-  }
-}
-
-void read_query(const VerifyParams& p, int64_t token, int32_t head, double* row) {
-  int64_t base = token * p.q_token_stride + head * p.q_head_stride;
-  for (int k = 0; k < kLatentDim; ++k) {
-    row[k] = model::load(p.q_dtype, p.q, base + p.q_latent_offset + k);
-  }
-  for (int k = 0; k < kRopeDim; ++k) {
-    row[kLatentDim + k] = model::load(p.q_dtype, p.q, base + p.q_rope_offset + k);
-  }
-}
-
 }  // namespace mlaverify::props

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "mlaverify/backend.h"
+#include "model/attention.h"
 #include "model/batch.h"
 #include "scenarios/scenario.h"
 
@@ -72,11 +73,8 @@ struct RequestView {
 };
 RequestView request_view(const model::VerifyBatch& batch, int32_t i);
 
-// The stored values a kernel reads, widened to double (exact). Key j of request i counts prefix
-// keys first (j < P_i, through kv_indices and the pool layout), then draft node j - P_i (from
-// k_extend rows or the draft cache slots, per p.draft_source). Rows are latent-first [576].
-// Assumes p passed validate_params.
-void read_key(const VerifyParams& p, int32_t request, int64_t j, double* row576);
-void read_query(const VerifyParams& p, int64_t token, int32_t head, double* row576);
+// The stored values a kernel reads, widened to double: the model's own readers (model/attention.h).
+using model::read_key;
+using model::read_query;
 
 }  // namespace mlaverify::props
