@@ -102,16 +102,9 @@ Prepared prepare(const std::string& name, ServerDump& d) {
     // The other order of the 576-wide row, for the pool and the k_extend rows alike.
     r.p.kv_layout = latent_first ? KvLayout::rope_first() : KvLayout::latent_first();
     if (d.has_k_extend()) {
+      // Read as [k_pe | c]: the reading's c is the row's last 512, its k_pe the first 64.
       r.k_extend = d.k_extend_bytes();
-      const size_t eb = static_cast<size_t>(dtype_bytes(d.kv_dtype()));
-      std::vector<std::byte> row(kRowDim * eb);
-      for (int64_t t = 0; t < d.total_tokens(); ++t) {
-        std::byte* at = r.k_extend.data() + static_cast<size_t>(t) * kRowDim * eb;
-        // Read as [k_pe | c]: the reading's c is the row's last 512, its k_pe the first 64.
-        std::memcpy(row.data(), at + kRopeDim * eb, kLatentDim * eb);
-        std::memcpy(row.data() + kLatentDim * eb, at, kRopeDim * eb);
-        std::memcpy(at, row.data(), row.size());
-      }
+      rotate_rope_to_back(r.k_extend, d.total_tokens(), dtype_bytes(d.kv_dtype()));
       r.p.k_extend = r.k_extend.data();
     }
     return r;

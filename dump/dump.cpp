@@ -214,6 +214,17 @@ void require_csr(const std::string& field, const std::vector<int64_t>& v) {
 
 }  // namespace
 
+void rotate_rope_to_back(std::vector<std::byte>& data, int64_t rows, int elem_bytes) {
+  const size_t eb = static_cast<size_t>(elem_bytes);
+  std::vector<std::byte> row(kRowDim * eb);
+  for (int64_t t = 0; t < rows; ++t) {
+    std::byte* at = data.data() + static_cast<size_t>(t) * kRowDim * eb;
+    std::memcpy(row.data(), at + kRopeDim * eb, kLatentDim * eb);
+    std::memcpy(row.data() + kLatentDim * eb, at, kRopeDim * eb);
+    std::memcpy(at, row.data(), row.size());
+  }
+}
+
 int64_t ServerDump::held_bytes() const {
   auto b = [](const auto& v) { return static_cast<int64_t>(v.size() * sizeof(v[0])); };
   return b(q_) + b(pool_) + b(k_extend_) + b(qo_indptr_) + b(kv_indptr_) + b(kv_indices_) +
@@ -450,14 +461,7 @@ ServerDump ServerDump::from_file(const SafetensorsFile& f, const LoadLimits& lim
     }
     if (d.layout_ == LayoutKind::RopeFirst) {
       // k_extend rows are handed to backends latent-first (verify_params.h): swap once here.
-      const size_t eb = static_cast<size_t>(dtype_bytes(kd));
-      std::vector<std::byte> row(kRowDim * eb);
-      for (int64_t t = 0; t < d.total_q_; ++t) {
-        std::byte* at = d.k_extend_.data() + static_cast<size_t>(t) * kRowDim * eb;
-        std::memcpy(row.data(), at + kRopeDim * eb, kLatentDim * eb);
-        std::memcpy(row.data() + kLatentDim * eb, at, kRopeDim * eb);
-        std::memcpy(at, row.data(), row.size());
-      }
+      rotate_rope_to_back(d.k_extend_, d.total_q_, dtype_bytes(kd));
     }
     d.draft_source_ = DraftKvSource::ExtendRows;
   } else {

@@ -31,6 +31,10 @@ struct Finding {
   std::string detail;
 };
 
+// Each of `rows` 576-element rows of elem_bytes-byte elements becomes [row[64:576] | row[0:64]]:
+// a rope-first row [k_pe | c] made latent-first, or a latent-first one read as if rope-first.
+void rotate_rope_to_back(std::vector<std::byte>& data, int64_t rows, int elem_bytes);
+
 class ServerDump {
  public:
   // Reads and checks a dump. Bad input (a malformed file, a missing or mis-shaped tensor, a
