@@ -12,7 +12,7 @@
 #include <string>
 
 #include "dump/diagnose.h"
-#include "tests/dump/edit_file.h"
+#include "tests/dump/dump_testing.h"
 #include "dump/dump.h"
 #include "dump/replay.h"
 #include "dump/safetensors.h"
@@ -69,18 +69,7 @@ Comparison replay(ServerDump& d) {
                  ref.bound);
 }
 
-// Expects InvalidInput whose message contains every piece of `parts`.
-template <class F>
-void expect_invalid(F&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no InvalidInput";
-  } catch (const InvalidInput& e) {
-    for (const std::string& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what() << " lacks " << p;
-    }
-  }
-}
+using testing::expect_invalid;
 
 TEST(Dump, SharedDumpsLoadAsSglangWroteThem) {
   ServerDump e = ServerDump::load(kEagle);

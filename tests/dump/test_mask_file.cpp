@@ -11,7 +11,7 @@
 #include <random>
 #include <string>
 
-#include "tests/dump/edit_file.h"
+#include "tests/dump/dump_testing.h"
 #include "dump/diagnose.h"
 #include "dump/dump.h"
 #include "dump/mask_file.h"
@@ -45,18 +45,7 @@ std::filesystem::path temp(const std::string& name) {
 
 std::string name(F f) { return std::string(mask_format_name(f)); }
 
-// Expects InvalidInput whose message contains every piece of `parts`.
-template <class Fn>
-void expect_invalid(Fn&& f, std::initializer_list<std::string> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no InvalidInput";
-  } catch (const InvalidInput& e) {
-    for (const std::string& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what() << " lacks " << p;
-    }
-  }
-}
+using testing::expect_invalid;
 
 // What every decoder reads of a mask: each request's draft block, and its prefix columns where
 // the format stores them (ones where it does not: every draft query sees the prefix).
