@@ -157,20 +157,24 @@ class Reader {
     }
   }
 
-  // A float tensor widened to float (the server's outputs).
+  // A float tensor widened to float (the server's outputs), straight from the file's bytes.
   std::vector<float> widened(const TensorInfo& t) const {
-    std::vector<std::byte> raw;
-    const DType d = floats(t, raw);
     const int64_t n = t.numel();
+    const std::byte* p = f_.data(t);
+    if (t.dtype != StDType::BF16 && t.dtype != StDType::F16 && t.dtype != StDType::F32) {
+      throw InvalidInput(field(t.name), -1,
+                         "dtype " + std::string(to_string(t.dtype)) +
+                             ": expected BF16, F16 or F32");
+    }
     budget_.take(t.name, n * 4);
     std::vector<float> out(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
-      if (d == DType::BF16) {
-        bf16 b;
-        std::memcpy(&b, raw.data() + 2 * k, 2);
-        out[k] = bf16_to_float(b);
+      if (t.dtype == StDType::F32) {
+        std::memcpy(&out[k], p + 4 * k, 4);
       } else {
-        std::memcpy(&out[k], raw.data() + 4 * k, 4);
+        uint16_t h;
+        std::memcpy(&h, p + 2 * k, 2);
+        out[k] = t.dtype == StDType::BF16 ? bf16_to_float(bf16{h}) : half_to_float(h);
       }
     }
     return out;
@@ -252,7 +256,6 @@ ServerDump ServerDump::from_file(const SafetensorsFile& f, const LoadLimits& lim
   Reader r(f, budget);
   ServerDump d;
   d.file_ = f.file();
-  for (const TensorInfo& t : f.tensors()) d.tensor_names_.push_back(t.name);
   auto meta = [&](const std::string& key) { return f.metadata().count(key) > 0; };
   auto meta_field = [&](const std::string& key) { return f.file() + ": __metadata__." + key; };
 

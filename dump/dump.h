@@ -65,7 +65,6 @@ class ServerDump {
   LayoutKind layout() const { return layout_; }
   DraftKvSource draft_source() const { return draft_source_; }
   bool has_k_extend() const { return !k_extend_.empty(); }
-  const std::vector<std::string>& tensor_names() const { return tensor_names_; }
 
   // Per request (padded rows included).
   int64_t q_begin(int32_t i) const { return qo_indptr_[i]; }
@@ -83,13 +82,10 @@ class ServerDump {
 
   const std::vector<Finding>& findings() const { return findings_; }
 
-  // Raw inputs, for the readings of diagnose (dump/diagnose.h) and for pictures. Each in the
-  // storage the params point at: q [T, H, 576] and the pool [N, 576] in q_dtype / kv_dtype, the
-  // mask bytes [sum D_i (P_i + D_i)], k_extend [T, 576] latent-first.
+  // Raw inputs, for the readings of diagnose (dump/diagnose.h), in the storage the params point
+  // at: the mask bytes [sum D_i (P_i + D_i)], k_extend [T, 576] latent-first of kv_dtype.
   DType q_dtype() const { return q_dtype_; }
   DType kv_dtype() const { return kv_dtype_; }
-  const std::vector<std::byte>& q_bytes() const { return q_; }
-  const std::vector<std::byte>& pool_bytes() const { return pool_; }
   const std::vector<std::byte>& k_extend_bytes() const { return k_extend_; }
   const std::vector<uint8_t>& mask() const { return mask_; }
   const std::vector<int64_t>& mask_indptr() const { return mask_indptr_; }
@@ -116,7 +112,6 @@ class ServerDump {
   LayoutKind layout_ = LayoutKind::LatentFirst;
   DraftKvSource draft_source_ = DraftKvSource::ExtendRows;
   DType q_dtype_ = DType::BF16, kv_dtype_ = DType::BF16;
-  std::vector<std::string> tensor_names_;
 
   std::vector<std::byte> q_;         // [T, H, 576]
   std::vector<std::byte> pool_;      // [N, 576]
