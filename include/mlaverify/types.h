@@ -66,6 +66,13 @@ MLAV_HD int64_t indptr_length(IndptrConvention c, int64_t batch) {
   return c == IndptrConvention::Csr ? batch + 1 : batch;
 }
 
+// How a request's kv entries name pool slots (VerifyParams::kv_indexing, kv_slot).
+enum class KvIndexing : int32_t {
+  TokenI64 = 0,   // kv_indices int64, one slot id per token (SGLang's kv_indices)
+  TokenI32 = 1,   // kv_indices_i32, the same with int32 ids (FlashInfer's paged_kv_indices style)
+  PageTable = 2,  // block_table [bs, max_pages] of page ids (FlashMLA / vLLM block tables)
+};
+
 // Where the draft tokens' own KV rows come from (docs/spec.md §3). Both must give the same result.
 enum class DraftKvSource : int32_t {
   // Rows k_extend [T, 576] (latent-first, pool dtype); kv_indptr / kv_indices cover the prefix only.

@@ -38,9 +38,19 @@ struct VerifyParams {
 
   // ---- batch metadata (SGLang conventions, docs/spec.md §3) ----
   const int32_t* qo_indptr = nullptr;   // [bs + 1] CSR: D_i = qo_indptr[i+1] - qo_indptr[i]
-  const int32_t* kv_indptr = nullptr;   // [bs + 1] CSR: kv length per request (see draft_source)
-  const int64_t* kv_indices = nullptr;  // [kv_indices_len] token-level slot ids
-  int64_t kv_indices_len = 0;           // capacity of kv_indices (>= kv_indptr[bs])
+  // [bs + 1] CSR: kv length per request (see draft_source). Under KvIndexing::PageTable only the
+  // differences are read (the lengths); the entries need not start at 0.
+  const int32_t* kv_indptr = nullptr;
+  // How entry k (0 <= k < kv length) of request i names its pool slot (kv_slot below).
+  KvIndexing kv_indexing = KvIndexing::TokenI64;
+  const int64_t* kv_indices = nullptr;      // TokenI64: [kv_indices_len] token-level slot ids
+  const int32_t* kv_indices_i32 = nullptr;  // TokenI32: [kv_indices_len] the same, int32
+  int64_t kv_indices_len = 0;               // capacity of either (>= kv_indptr[bs]); token modes
+  // PageTable: [bs, block_table_stride] page ids; entry k of request i is slot
+  // block_table[i * block_table_stride + k / page_size] * page_size + k % page_size.
+  const int32_t* block_table = nullptr;
+  int32_t block_table_stride = 0;  // pages per row (max_pages); >= ceil(kv length / page_size)
+  int32_t page_size = 1;           // tokens per page of block_table (PageTable only)
 
   // ---- draft KV ----
   DraftKvSource draft_source = DraftKvSource::ExtendRows;
@@ -82,6 +92,23 @@ MLAV_HD RequestExtent request_extent(const VerifyParams& p, int32_t i) {
   int64_t kv_len = static_cast<int64_t>(p.kv_indptr[i + 1]) - p.kv_indptr[i];
   e.prefix_len = p.draft_source == DraftKvSource::CacheSlots ? kv_len - e.draft_nodes : kv_len;
   return e;
+}
+
+// The pool slot of entry k (0 <= k < kv length) of request i, under any KvIndexing: the one
+// reading of kv_indices / block_table every backend shares (unvalidated, like request_extent).
+MLAV_HD int64_t kv_slot(const VerifyParams& p, int32_t i, const RequestExtent& e, int64_t k) {
+  switch (p.kv_indexing) {
+    case KvIndexing::TokenI32:
+      return p.kv_indices_i32[e.kv_begin + k];
+    case KvIndexing::PageTable: {
+      const int64_t page = p.block_table[static_cast<int64_t>(i) * p.block_table_stride +
+                                         k / p.page_size];
+      return page * p.page_size + k % p.page_size;
+    }
+    case KvIndexing::TokenI64:
+    default:
+      return p.kv_indices[e.kv_begin + k];
+  }
 }
 
 }  // namespace mlaverify
