@@ -363,7 +363,7 @@ rc::Gen<Case> gen_case(const GenOptions& o) {
                                                    {1, 40},
                                                    {1, 64},
                                                    {1, 96},
-                                                   {1, 128}}),
+                                                   {3, 128}}),
                             [max_heads](int32_t h) { return std::min(h, max_heads); });
   // The shipped presets' scales (each with its mscale^2), so a missing mscale^2 is visible.
   static const std::vector<double> kScales = {model::preset("deepseek-v3").sm_scale(),

@@ -200,18 +200,64 @@ PropertyResult check_chain_causal(Backend& backend, const Case& c) {
 
 PropertyResult check_draft_source(Backend& backend, const Case& c) {
   return guarded("draft_source", [&] {
-    Case ext = c;
-    ext.draft_source = DraftKvSource::ExtendRows;
-    Case cache = c;
-    cache.draft_source = DraftKvSource::CacheSlots;
-    model::VerifyBatch a = build_batch(ext);
-    model::VerifyBatch b = build_batch(cache);
-    if (auto skip = unsupported(backend, a)) return *skip;
-    if (auto skip = unsupported(backend, b)) return *skip;
-    RunOutput oa = run_backend(backend, a);
-    RunOutput ob = run_backend(backend, b);
-    return from_comparison(same_outputs(backend, a, oa, ob),
-                           law(backend, "extend rows vs cache slots"));
+    const Capabilities caps = backend.capabilities();
+    const bool takes_ext = has(caps.draft_sources, DraftKvSource::ExtendRows);
+    const bool takes_cache = has(caps.draft_sources, DraftKvSource::CacheSlots);
+    if (takes_ext && takes_cache) {
+      Case ext = c;
+      ext.draft_source = DraftKvSource::ExtendRows;
+      Case cache = c;
+      cache.draft_source = DraftKvSource::CacheSlots;
+      model::VerifyBatch a = build_batch(ext);
+      model::VerifyBatch b = build_batch(cache);
+      if (auto skip = unsupported(backend, a)) return *skip;
+      if (auto skip = unsupported(backend, b)) return *skip;
+      RunOutput oa = run_backend(backend, a);
+      RunOutput ob = run_backend(backend, b);
+      return from_comparison(same_outputs(backend, a, oa, ob),
+                             law(backend, "extend rows vs cache slots"));
+    }
+    // One source only: the draft keys must come from that source and nowhere else.
+    Case one = c;
+    one.draft_source = takes_ext ? DraftKvSource::ExtendRows : DraftKvSource::CacheSlots;
+    model::VerifyBatch batch = build_batch(one);
+    if (takes_ext) {
+      // The draft tokens' cache slots hold the same values as k_extend: NaN there must not show.
+      return unchanged_by(backend, batch, "before vs after NaN in the draft cache slots", [&] {
+        const std::vector<float> nan(kRowDim, std::numeric_limits<float>::quiet_NaN());
+        for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
+          for (int64_t s : batch.draft_slots(i)) batch.pool().write_row(s, nan.data());
+        }
+      });
+    }
+    // Cache slots: every draft slot moves to a free slot (prefix slots stay), so a kernel that
+    // finds draft KV anywhere but the last D_i kv entries (right after the prefix's slots, in
+    // k_extend, ...) reads the NaN left behind. Page tables move whole pages instead.
+    return unchanged_by(backend, batch, "before vs after moving the draft slots", [&] {
+      if (batch.spec().kv_indexing == KvIndexing::PageTable && batch.spec().page_size > 1) {
+        apply_slot_permutation(batch, random_slot_permutation(batch, c.seed ^ 0xd4a5ull));
+        return;
+      }
+      const int64_t n = batch.pool().num_slots();
+      std::vector<bool> owned(static_cast<size_t>(n), false);
+      owned[0] = true;
+      for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
+        for (int64_t s : batch.prefix_slots(i)) owned[static_cast<size_t>(s)] = true;
+        for (int64_t s : batch.draft_slots(i)) owned[static_cast<size_t>(s)] = true;
+      }
+      std::vector<int64_t> perm(static_cast<size_t>(n));
+      for (int64_t s = 0; s < n; ++s) perm[static_cast<size_t>(s)] = s;
+      int64_t free_slot = n - 1;
+      for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
+        for (int64_t s : batch.draft_slots(i)) {
+          while (free_slot > 0 && owned[static_cast<size_t>(free_slot)]) --free_slot;
+          if (free_slot <= 0) return;  // no free slot left: the rest stay where they are
+          std::swap(perm[static_cast<size_t>(s)], perm[static_cast<size_t>(free_slot)]);
+          owned[static_cast<size_t>(free_slot)] = true;
+        }
+      }
+      apply_slot_permutation(batch, perm);
+    });
   });
 }
 
@@ -299,9 +345,10 @@ PropertyResult check_batch_independence(Backend& backend, const Case& c) {
       RunOutput out = run_backend(backend, b);
       Comparison cmp = same_outputs(backend, b, base_out, out, {target});
       if (!cmp.pass) {
-        return from_comparison(cmp, "request " + std::to_string(target) +
-                                        (target >= b.real_batch_size() ? " (padded row)" : "") +
-                                        " changed when only other requests' data changed");
+        return from_comparison(
+            cmp, law(backend, "request " + std::to_string(target) +
+                                  (target >= b.real_batch_size() ? " (padded row)" : "") +
+                                  " changed when only other requests' data changed"));
       }
     }
     return PropertyResult::pass("");
@@ -500,7 +547,8 @@ const std::vector<PropertyInfo>& all_properties() {
       {"vs_model", &check_vs_model, "backend vs the double-precision model, derived bounds"},
       {"split_invariance", &check_split_invariance, "num_splits 1 vs k within derived bounds"},
       {"chain_causal", &check_chain_causal, "chains equal causal attention (bottom-right rule)"},
-      {"draft_source", &check_draft_source, "draft KV from k_extend == from cache slots (bits)"},
+      {"draft_source", &check_draft_source,
+       "draft KV from k_extend == from cache slots; one source only: from it alone (bits)"},
       {"slot_permutation", &check_slot_permutation, "permuting physical slots changes no bit"},
       {"defrag", &check_defrag, "tier-1 compaction changes no bit"},
       {"serving_defrag", &check_serving_defrag,
