@@ -441,6 +441,14 @@ std::string CpuBackend::name() const {
   return name.append("]");
 }
 
+Capabilities CpuBackend::capabilities() const {
+  Capabilities c;
+  c.numerics.accumulate_unit = 0x1.0p-24;  // plain fp32 adds, round to nearest, no FMA
+  c.numerics.tile_keys = kKvTile;
+  c.honours_num_splits = true;  // split_range / folded_range: exactly num_splits chunks
+  return c;
+}
+
 Support CpuBackend::can_implement(const VerifyParams& p) const {
   if (options_.fault != CpuFault::None && !faults_compiled_in()) {
     return Support::no("fault " + std::string(fault_name(options_.fault)) +

@@ -61,6 +61,9 @@ class CpuBackend final : public Backend {
 
   // "cpu", "cpu[folded]" on the folded plan, "cpu[fault=Name]" when a fault is injected.
   std::string name() const override;
+  // Everything the model accepts; numerics as above: round-to-nearest fp32 sums (2^-24), bf16 P,
+  // exactly num_splits prefix chunks (props/compare.h derives its tolerance from this).
+  Capabilities capabilities() const override;
   // No for max_draft > 1024, dtypes other than bf16 / f32, or a fault this build compiled out.
   Support can_implement(const VerifyParams& p) const override;
   // num_partials(num_splits) * max_total_q * H * (512 + 1) floats: every partial (o, lse).

@@ -93,7 +93,8 @@ PropertyResult check_vs_model(Backend& backend, const Case& c) {
     if (auto skip = unsupported(backend, batch)) return *skip;
     model::RefResult ref = model::reference_verify(batch.params());
     RunOutput out = run_backend(backend, batch);
-    return from_comparison(compare_to_model(batch, out, ref), backend.name() + " vs model");
+    return from_comparison(compare_to_model(batch, out, ref, backend.capabilities()),
+                           backend.name() + " vs model");
   });
 }
 
@@ -109,7 +110,7 @@ PropertyResult check_split_invariance(Backend& backend, const Case& c) {
     if (auto skip = unsupported(backend, b)) return *skip;
     RunOutput oa = run_backend(backend, a);
     RunOutput ob = run_backend(backend, b);
-    return from_comparison(compare_runs_within(a, ob, oa),
+    return from_comparison(compare_runs_within(a, ob, oa, backend.capabilities()),
                            "num_splits " + std::to_string(many.num_splits) + " vs 1");
   });
 }
@@ -165,7 +166,8 @@ PropertyResult check_chain_causal(Backend& backend, const Case& c) {
       }
     }
     RunOutput out = run_backend(backend, batch);
-    return from_comparison(compare_to_model(batch, out, ref), "chain vs causal reference");
+    return from_comparison(compare_to_model(batch, out, ref, backend.capabilities()),
+                           "chain vs causal reference");
   });
 }
 
