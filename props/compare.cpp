@@ -525,8 +525,10 @@ Comparison compare_to_model(model::VerifyBatch& batch, const RunOutput& out,
           acc.element(out.o_at(t, h, k), r, tol.o_abs + round, WorstIndex{i, q, t, h, k},
                       pb.at(q, h, k) + round);
         }
-        acc.lse(out.lse_at(t, h), ref.lse_at(t, h), tol.lse_abs, WorstIndex{i, q, t, h, -1},
-                pb.lse_at(q, h));
+        if (declared.writes_lse) {
+          acc.lse(out.lse_at(t, h), ref.lse_at(t, h), tol.lse_abs, WorstIndex{i, q, t, h, -1},
+                  pb.lse_at(q, h));
+        }
       }
     }
   }
@@ -554,7 +556,9 @@ Comparison compare_runs_within(model::VerifyBatch& batch, const RunOutput& a, co
             acc.element(x, y, bound, WorstIndex{i, q, t, h, k});
           }
         }
-        acc.lse(a.lse_at(t, h), b.lse_at(t, h), 2.0 * tol.lse_abs, WorstIndex{i, q, t, h, -1});
+        if (declared.writes_lse) {
+          acc.lse(a.lse_at(t, h), b.lse_at(t, h), 2.0 * tol.lse_abs, WorstIndex{i, q, t, h, -1});
+        }
       }
     }
   }

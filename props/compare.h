@@ -112,7 +112,8 @@ Tolerance derive_tolerance(model::VerifyBatch& batch, int32_t request,
 
 // Backend output vs the model (double) for every real request: every element within its
 // worst-case bound (violations) and within the probable bound (improbable); each request with
-// its own tolerance, derived from `declared` (backend.capabilities()).
+// its own tolerance, derived from `declared` (backend.capabilities()). The lse is compared only
+// when the backend declares writes_lse.
 Comparison compare_to_model(model::VerifyBatch& batch, const RunOutput& out,
                             const model::RefResult& ref, const Capabilities& declared = {});
 
