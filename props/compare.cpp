@@ -207,24 +207,34 @@ double probable_lambda() {
 //   score roundings (random): 575 adds, c = u_n a_j each (u_n = min(u_a, 2^-24)); the scale
 //     multiply and a log2(e) fold, c = u |s_j| each; s_j - m, c = u |s_j - m|. R_j = their sum
 //     (the worst case of eps_j), g_j = sum of their squares.
-//   directed and approximate (worst): E^d_j = (1 + u_x)^(1 + tiles) (1 + eta) e^{575 (u_a - u_n)
-//     a_j + op_j} - 1 with eta = 2 u (Smax + ln n + ln S + 1) + 2 u_x the merge weight's error
-//     and op_j the operand rounding (item 1 of the worst case).
-//   e_j = eps_j + d_j with |d_j| <= D_j = R_j^2 e^{R_j} / 2 + E^d_j e^{R_j}, |e_j| <= E_j =
-//     (1 + E^d_j) e^{R_j} - 1; Ebar = sum_j w_j E_j.
-// Per element k (A_k = sum_j w_j |v_jk|; N = n + 2 ceil(n / tile) + 2 roundings of each sum):
+//   directed (worst): delta_j <= 575 (u_a - u_n) a_j + op_j, op_j the operand rounding (item 1
+//     of the worst case); approximate (worst): the exp, once per weight and once per rescale a
+//     key's sums go through, and the merge weight (eta = 2 u (Smax + ln n + ln S + 1) + 2 u_x):
+//     chain = (1 + u_x)^(1 + tiles) (1 + eta).
+//   The common factor of (*) is taken at the top key j* = argmax s_j, so e_j = exp(rho_j +
+//     delta'_j) c_j - 1 with rho_j = eps_j - eps_* (|rho_j| <= R_j + R_*), delta'_j = delta_j
+//     - delta_*, |c_j - 1| <= chain - 1, and e_* = c_* - 1: a row one key dominates keeps a small
+//     ebar however large its scores. e_j = rho_j + d_j with |d_j| <= D_j = rho^2 e^rho / 2 +
+//     e^rho (chain e^delta' - 1), |e_j| <= E_j = chain e^(rho + delta') - 1; Ebar = sum w_j E_j.
+//     The shift leaves the random numerator as sum_j w_j eps_j (v_jk - r_k): eps_* multiplies
+//     sum_j w_j (v_jk - r_k) = 0.
+// Per element k (A_k = sum_j w_j |v_jk|, vmax_k = max_j |v_jk|, M_k = A_k + Ebar vmax_k >=
+// sum_j w_j (1 + E_j) |v_jk|; N = n + 2 ceil(n / tile) + 2 roundings of each sum):
 //   T1 = sum_j w_j eps_j (v_jk - r_k): sum c <= max R_j (A_k + |r_k|),
 //        sum c^2 <= max g_j sum_j w_j^2 (v_jk - r_k)^2.
-//   T2 = sum_j w_j d_j (v_jk - r_k) (worst): <= max D_j (A_k + |r_k|).
-//   T3 = sum_j w_j (1 + e_j) pi_j v_jk: c_j = u_p' (1 + Emax) w_j |v_jk| (u_p' adds u_a for the
-//        product when P is wider than bf16).
-//   T4 = alpha_k / l: N roundings of partial sums <= (1 + Emax)(1 + u_p) A_k l, c = u_n times that;
+//   T2 = sum_j w_j d_j (v_jk - r_k) (worst): <= min(max D_j (A_k + |r_k|),
+//        (sum_j w_j D_j)(vmax_k + |r_k|)).
+//   T3 = sum_j w_j (1 + e_j) pi_j v_jk: sum c <= u_p' M_k, sum c^2 <= u_p'^2 (sum_j w_j^2
+//        v_jk^2 + sum_j w_j^2 (2 E_j + E_j^2) vmax_k^2) (u_p' adds u_a for the product when P is
+//        wider than bf16).
+//   T4 = alpha_k / l: N roundings of partial sums <= (1 + u_p) M_k l, c = u_n times that;
 //        directed part (u_a - u_n) N times that (worst).
-//   T5 = r_k beta / l: N roundings, c = u_n (1 + Emax) |r_k|; directed part likewise.
+//   T5 = r_k beta / l: N roundings of partial sums <= (1 + Ebar) l, c = u_n (1 + Ebar) |r_k|;
+//        directed part likewise.
 //   T6 (worst): the merge's sums and the partial's division and storage, (gamma_{S+2}(u) + 2 u)
-//        (1 + Emax)(1 + u_p) A_k; a V that is not bf16-exact, u_op A_k.
+//        (1 + u_p) M_k; a V that is not bf16-exact, u_op A_k.
 //   |o_k - r_k| <= [T2 + T6 + directed + min(sum c, lambda sqrt(sum c^2))] / (1 - Ebar - B),
-//   B = gamma_N(u_a)(1 + Emax) the worst |beta / l|; then (1 + u_o) for the output rounding, and
+//   B = gamma_N(u_a)(1 + Ebar) the worst |beta / l|; then (1 + u_o) for the output rounding, and
 //   u_o |ref| per element in the comparison. Rows with Ebar + B >= 1/2 get no probable bound.
 // The lse: lse_hat - lse = ln(1 + ebar' + beta / l) + the log, merge and final roundings, where
 // ebar' is ebar with absolute score errors (m_hat + ln sum exp(s_hat - m_hat) = ln sum exp(s_hat)
@@ -302,19 +312,24 @@ ProbableBound probable_bound(const VerifyParams& p, int32_t i, const Numerics& n
                                           : gamma_u(1, ua);
   const double v_op = exact_v ? 0.0 : nm.operand_unit;
 
-  // Per row: weights, and the per-key maxima the per-element terms need.
+  // Per row: weights, and the per-key maxima and weighted sums the per-element terms need.
   Mat w = Mat::Zero(rows, n);
-  std::vector<double> rmax(rows), gmax(rows), dmax(rows), emax(rows), ebar(rows), lse_z(rows);
+  std::vector<double> rmax(rows), gmax(rows), dmax(rows), wdsum(rows), ebar(rows), w2e(rows),
+      lse_z(rows);
   std::vector<bool> ok(rows, false);
   for (int32_t t = 0; t < e.draft_nodes; ++t) {
     for (int32_t h = 0; h < H; ++h) {
       const int64_t r = t * H + h;
       double m = -inf;
+      int64_t top = -1;
       for (int64_t j = 0; j < n; ++j) {
         const bool visible =
             j < e.prefix_len || block.test(t, static_cast<int32_t>(j - e.prefix_len));
         if (!visible) s(r, j) = -inf;
-        m = std::max(m, s(r, j));
+        if (s(r, j) > m) {
+          m = s(r, j);
+          top = j;
+        }
       }
       if (m == -inf) continue;  // fully masked: left to the worst-case check
       double l = 0;
@@ -323,41 +338,63 @@ ProbableBound probable_bound(const VerifyParams& p, int32_t i, const Numerics& n
       const double smax = sm * qn(r) * kn.maxCoeff();
       const double eta = 2.0 * u * (smax + ln_n + std::log(S) + 1.0) + 2.0 * ux;
       const double chain = std::pow(1.0 + ux, 1.0 + tiles) * (1.0 + eta);
-      double rm = 0, gm = 0, dm = 0, em = 0, eb = 0, z_sum = 0, z_var = 0, z_det = 0;
+      // Key j's worst random score error (R_j), the sum of squares of its bounds (g_j), and
+      // the worst directed part of its score error (a truncating accumulator, operand rounding).
+      auto key_terms = [&](int64_t j, double& rj, double& gj, double& dirj) {
+        const double aj = sm * qn(r) * kn(j) * slack;
+        const double sj = std::fabs(s(r, j)), xj = s(r, j) - m;
+        rj = 575.0 * un * aj + 2.0 * u * sj + u * std::fabs(xj);
+        gj = 575.0 * (un * aj) * (un * aj) + 2.0 * (u * sj) * (u * sj) + (u * xj) * (u * xj);
+        dirj = 575.0 * ud * aj + op * aj;
+      };
+      // o: the common factor is taken at the top key j* (a factor common to every weight
+      // cancels in o), so e_j = exp(rho_j + delta_j) c_j - 1 with rho_j = eps_j - eps_* (random,
+      // |rho_j| <= R_j + R_*), delta_j its directed part, c_j the exp/rescale/merge factor
+      // (|c_j - 1| <= chain - 1), and e_* = c_* - 1 carries no score error: a row one key
+      // dominates keeps a small ebar however large its scores. T1 is unchanged by the shift
+      // (eps_* sum_j w_j (v_jk - r_k) = 0). d_j = e_j - rho_j, |d_j| <= rho^2 e^rho / 2 +
+      // e^rho (chain e^delta - 1). The lse needs the absolute errors (rho = eps_j).
+      double r_top = 0, g_top = 0, dir_top = 0;
+      key_terms(top, r_top, g_top, dir_top);
+      double rm = 0, gm = 0, dm = 0, wd = 0, eb = 0, we2 = 0;
+      double z_sum = 0, z_var = 0, z_det = 0, eb_abs = 0;
       for (int64_t j = 0; j < n; ++j) {
         if (s(r, j) == -inf) continue;
         const double wj = std::exp(s(r, j) - m) / l;
         w(r, j) = wj;
-        const double aj = sm * qn(r) * kn(j) * slack;
-        const double sj = std::fabs(s(r, j)), xj = s(r, j) - m;
-        const double rj = 575.0 * un * aj + 2.0 * u * sj + u * std::fabs(xj);
-        const double gj = 575.0 * (un * aj) * (un * aj) + 2.0 * (u * sj) * (u * sj) +
-                          (u * xj) * (u * xj);
-        const double edj = chain * std::exp(575.0 * ud * aj + op * aj) - 1.0;
-        const double dj = rj * rj * std::exp(rj) / 2.0 + edj * std::exp(rj);
-        const double ej = (1.0 + edj) * std::exp(rj) - 1.0;
+        double rj, gj, dirj;
+        key_terms(j, rj, gj, dirj);
+        const double rho = j == top ? 0.0 : rj + r_top;
+        const double edj = chain * std::exp(j == top ? 0.0 : dirj + dir_top) - 1.0;
+        const double ej = (1.0 + edj) * std::exp(rho) - 1.0;
+        const double dj = rho * rho * std::exp(rho) / 2.0 + edj * std::exp(rho);
         rm = std::max(rm, rj);
         gm = std::max(gm, gj);
         dm = std::max(dm, dj);
-        em = std::max(em, ej);
+        wd += wj * dj;
         eb += wj * ej;
+        we2 += wj * wj * (2.0 * ej + ej * ej);
+        // lse: absolute score errors.
+        const double ed_abs = chain * std::exp(dirj) - 1.0;
         z_sum += wj * rj;
         z_var += wj * wj * gj;
-        z_det += wj * dj;
+        z_det += wj * (rj * rj * std::exp(rj) / 2.0 + ed_abs * std::exp(rj));
+        eb_abs += wj * ((1.0 + ed_abs) * std::exp(rj) - 1.0);
       }
-      const double bsum = gamma_u(big_n, ua) * (1.0 + em);
+      const double bsum = gamma_u(big_n, ua) * (1.0 + eb);
       if (eb + bsum >= 0.5) continue;  // outside the first-order regime: worst case only
       ok[r] = true;
       rmax[r] = rm;
       gmax[r] = gm;
       dmax[r] = dm;
-      emax[r] = em;
+      wdsum[r] = wd;
       ebar[r] = eb;
-      // The lse (natural log).
-      const double cl = un * (1.0 + em);
+      w2e[r] = we2;
+      // The lse (natural log): l's N roundings of partial sums <= (1 + ebar') l.
+      const double cl = un * (1.0 + eb_abs);
       z_sum += big_n * cl;
       z_var += big_n * cl * cl;
-      z_det += big_n * ud * (1.0 + em);
+      z_det += big_n * ud * (1.0 + eb_abs);
       const double z = z_det + std::min(z_sum, lambda * std::sqrt(z_var));
       lse_z[r] = z < 0.5 ? z / (1.0 - z) + ux * (ln_n + 1.0) + ux * (std::log(S) + 1.0) + eta +
                                3.0 * u * (std::fabs(lse) + ln_n + 1.0)
@@ -366,6 +403,7 @@ ProbableBound probable_bound(const VerifyParams& p, int32_t i, const Numerics& n
   }
   // Per element: r = W V, A = W |V|, W2 V, W2 V^2 (W2 = w o w), keys in blocks again.
   Mat ref = Mat::Zero(rows, kLatentDim), a_abs = ref, q1 = ref, q2 = ref;
+  Eigen::VectorXd vmax = Eigen::VectorXd::Zero(kLatentDim);  // max_j |v_jk| over the keys
   const Mat w2 = w.cwiseProduct(w);
   {
     Mat v(std::min(kb, n), kLatentDim);
@@ -377,6 +415,7 @@ ProbableBound probable_bound(const VerifyParams& p, int32_t i, const Numerics& n
         for (int k = 0; k < kLatentDim; ++k) v(j, k) = row[k];
       }
       auto vb = v.topRows(nb);
+      vmax = vmax.cwiseMax(vb.cwiseAbs().colwise().maxCoeff().transpose());
       ref.noalias() += w.middleCols(j0, nb) * vb;
       a_abs.noalias() += w.middleCols(j0, nb) * vb.cwiseAbs();
       q1.noalias() += w2.middleCols(j0, nb) * vb;
@@ -388,21 +427,23 @@ ProbableBound probable_bound(const VerifyParams& p, int32_t i, const Numerics& n
   const double merge = gamma_f32(S + 2.0) + 2.0 * u;
   for (int64_t r = 0; r < rows; ++r) {
     if (!ok[static_cast<size_t>(r)]) continue;
-    const double em = emax[r];
-    const double denom = 1.0 - ebar[r] - gamma_u(big_n, ua) * (1.0 + em);
+    const double eb = ebar[r];
+    const double denom = 1.0 - eb - gamma_u(big_n, ua) * (1.0 + eb);
     pb.lse[static_cast<size_t>(r)] = lse_z[r];
     for (int k = 0; k < kLatentDim; ++k) {
-      const double rk = ref(r, k), ak = a_abs(r, k), ark = std::fabs(rk);
+      const double rk = ref(r, k), ak = a_abs(r, k), ark = std::fabs(rk), vm = vmax(k);
       // sum_j w_j^2 (v_jk - r_k)^2, expanded; >= 0 up to rounding.
       const double dev2 = std::max(0.0, q2(r, k) - 2.0 * rk * q1(r, k) + rk * rk * w2sum(r));
-      const double acc_mag = (1.0 + em) * (1.0 + nm.p_unit) * ak;
-      double sum_c = rmax[r] * (ak + ark) + up * (1.0 + em) * ak + big_n * un * acc_mag +
-                     big_n * un * (1.0 + em) * ark;
-      double var = gmax[r] * dev2 + up * up * (1.0 + em) * (1.0 + em) * q2(r, k) +
-                   big_n * (un * acc_mag) * (un * acc_mag) +
-                   big_n * (un * (1.0 + em) * ark) * (un * (1.0 + em) * ark);
-      const double det = dmax[r] * (ak + ark) + ud * big_n * (acc_mag + (1.0 + em) * ark) +
-                         merge * acc_mag + v_op * ak;
+      // sum_j w_j (1 + e_j) |v_jk| <= A_k + ebar vmax_k: the magnitudes P.V's partial sums reach.
+      const double mag = ak + eb * vm;
+      const double acc_mag = (1.0 + nm.p_unit) * mag;
+      const double l_mag = (1.0 + eb) * ark;
+      const double sum_c =
+          rmax[r] * (ak + ark) + up * mag + big_n * un * acc_mag + big_n * un * l_mag;
+      const double var = gmax[r] * dev2 + up * up * (q2(r, k) + w2e[r] * vm * vm) +
+                         big_n * (un * acc_mag) * (un * acc_mag) + big_n * (un * l_mag) * (un * l_mag);
+      const double t2 = std::min(dmax[r] * (ak + ark), wdsum[r] * (vm + ark));
+      const double det = t2 + ud * big_n * (acc_mag + l_mag) + merge * acc_mag + v_op * ak;
       const double x = (det + std::min(sum_c, lambda * std::sqrt(var))) / denom;
       pb.o[static_cast<size_t>(r) * kLatentDim + k] = x * (1.0 + uo);
     }

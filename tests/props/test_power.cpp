@@ -4,6 +4,7 @@
 // MLAV_POWER_SWEEP=1 (scripts/power_sweep.sh) the full measurement.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -115,13 +116,17 @@ std::vector<std::pair<std::string, BackendPtr>> correct_backends() {
 // the worst-case bound alone saw it) or not.
 struct Catch {
   int32_t campaigns = 0, caught = 0, by_hard = 0;
-  int32_t relevant = 0, relevant_caught = 0;  // per case, over every case of every campaign
-  int32_t relevant_hard = 0;                  // of those, caught by the worst-case bound alone
-  std::vector<int32_t> first;                 // 1-based case of the first catch, per campaign
+  std::vector<int32_t> first;  // 1-based case of the first catch, per campaign (0: none)
+  // Per case, over every case of every campaign (every_case): the cases the mutant touches at
+  // all (dropped_key_p256: a request with P >= 256; the others: every case), and those where it
+  // is visible: it moves some output by at least twice the correct backend's own largest error
+  // on that case (o, or the lse when declared). Each with how many were caught, and how many of
+  // those the worst-case bound alone caught.
+  int32_t touched = 0, touched_caught = 0, touched_hard = 0;
+  int32_t visible = 0, visible_caught = 0, visible_hard = 0;
 };
 
-// A case is relevant to a mutant when the mutant changes its output at all.
-bool relevant(Mutant m, const Case& c) {
+bool touches(Mutant m, const Case& c) {
   if (m != Mutant::DroppedKeyP256) return true;
   for (const auto& r : c.requests) {
     if (r.prefix_len >= 256) return true;
@@ -136,10 +141,32 @@ const char* decl_name(Decl d) {
   return d == Decl::Cpu ? "cpu numerics" : d == Decl::Defaults ? "default numerics" : "default, no lse";
 }
 
+// max |x - y| over the real requests' o (and lse when `lse`), x and y backend outputs or the model.
+template <class X, class Y>
+double max_diff(model::VerifyBatch& batch, const X& x, const Y& y, bool lse) {
+  double worst = 0;
+  for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
+    RequestView rv = request_view(batch, i);
+    for (int64_t t = rv.q_begin; t < rv.q_begin + rv.draft_nodes; ++t) {
+      for (int32_t h = 0; h < batch.params().num_heads; ++h) {
+        if (lse) {
+          const double d = std::fabs(x(t, h, -1) - y(t, h, -1));
+          if (std::isfinite(d)) worst = std::max(worst, d);
+          continue;
+        }
+        for (int32_t k = 0; k < kLatentDim; ++k) worst = std::max(worst, std::fabs(x(t, h, k) - y(t, h, k)));
+      }
+    }
+  }
+  return worst;
+}
+
 Catch catch_rate(Mutant m, Decl decl, uint64_t seed0, int32_t seeds, int32_t cases,
                  bool every_case) {
+  BackendPtr correct = cpu::make_cpu_backend();
   BackendPtr b = make_mutant(m, cpu::make_cpu_backend());
   if (decl != Decl::Cpu) b = std::make_shared<DeclaresDefaults>(b, decl == Decl::Defaults);
+  const Capabilities declared = b->capabilities();
   Catch k;
   for (int32_t s = 0; s < seeds; ++s) {
     const uint64_t seed = seed0 + static_cast<uint64_t>(s);
@@ -150,16 +177,55 @@ Catch catch_rate(Mutant m, Decl decl, uint64_t seed0, int32_t seeds, int32_t cas
     for (const Case& c : campaign_cases(seed, cases)) {
       ++n;
       if (first && !every_case) break;
-      PropertyResult r = check_vs_model(*b, c);
-      const bool caught = !r.ok && !r.skipped;
-      if (relevant(m, c)) {
-        ++k.relevant;
-        k.relevant_caught += caught ? 1 : 0;
-        k.relevant_hard += caught && r.comparison && r.comparison->violations > 0 ? 1 : 0;
+      model::VerifyBatch batch = build_batch(c);
+      if (!b->can_implement(batch.params())) continue;
+      const model::RefResult ref = model::reference_verify(batch.params());
+      RunOutput out;
+      try {
+        out = run_backend(*b, batch);
+      } catch (const std::exception& e) {  // a crash on a valid case: vs_model would fail it
+        ADD_FAILURE() << "mutant threw on a valid case: " << e.what();
+        continue;
       }
+      const Comparison cmp = compare_to_model(batch, out, ref, declared);
+      const bool caught = !cmp.pass;
+      const bool by_hard = cmp.violations > 0;
       if (caught && !first) {
         first = n;
-        hard = r.comparison && r.comparison->violations > 0;
+        hard = by_hard;
+      }
+      if (!every_case) continue;
+      const RunOutput good = run_backend(*correct, batch);
+      auto at = [](const RunOutput& o) {
+        return [&o](int64_t t, int32_t h, int32_t k) -> double {
+          return k < 0 ? o.lse_at(t, h) : o.o_at(t, h, k);
+        };
+      };
+      auto model_at = [&ref](int64_t t, int32_t h, int32_t k) -> double {
+        return k < 0 ? ref.lse_at(t, h) : ref.o(t, h, k);
+      };
+      bool vis = false;
+      for (bool lse : {false, true}) {
+        if (lse && !declared.writes_lse) continue;
+        const double own = max_diff(batch, at(good), model_at, lse);
+        const double moved = max_diff(batch, at(out), at(good), lse);
+        vis = vis || moved >= 2.0 * own;
+      }
+      const bool touched = touches(m, c);
+      if (touched) {
+        ++k.touched;
+        k.touched_caught += caught ? 1 : 0;
+        k.touched_hard += by_hard ? 1 : 0;
+      }
+      if (touched && vis) {
+        ++k.visible;
+        k.visible_caught += caught ? 1 : 0;
+        k.visible_hard += by_hard ? 1 : 0;
+        if (!caught && std::getenv("MLAV_POWER_VERBOSE")) {
+          std::printf("  missed a visible fault (seed %llu case %d): %s\n    %s\n",
+                      static_cast<unsigned long long>(seed), n, scenarios::summary(c).c_str(),
+                      cmp.to_string().c_str());
+        }
       }
     }
     k.first.push_back(first);
@@ -176,8 +242,10 @@ void print_catch(Mutant m, Decl decl, const Catch& k, bool every_case) {
               std::string(mutant_info(m).name).c_str(),
               decl_name(decl), k.caught, k.campaigns, k.by_hard);
   if (every_case) {
-    std::printf("; per case %d of %d relevant (worst-case bound alone: %d)", k.relevant_caught,
-                k.relevant, k.relevant_hard);
+    std::printf(
+        "\n    per case: touched %d, caught %d (worst-case bound alone %d); visible %d, caught %d "
+        "(worst-case bound alone %d)",
+        k.touched, k.touched_caught, k.touched_hard, k.visible, k.visible_caught, k.visible_hard);
   }
   std::printf("; first catch at case:");
   for (int32_t f : k.first) std::printf(" %d", f);
@@ -221,8 +289,10 @@ TEST(Power, Sweep) {
   const int32_t seeds = env_int("MLAV_POWER_SEEDS", 20);
   const int32_t cases = env_int("MLAV_POWER_CASES", 100);
   const bool every = env_int("MLAV_POWER_EVERY_CASE", 1) != 0;
+  const char* only = std::getenv("MLAV_POWER_ONLY");  // one mutant's name
   if (env_int("MLAV_POWER_MUTANTS", 1)) {
     for (Mutant m : kNumerical) {
+      if (only && *only && mutant_info(m).name != only) continue;
       for (Decl decl : {Decl::Cpu, Decl::Defaults, Decl::DefaultsNoLse}) {
         Catch k = catch_rate(m, decl, seed, seeds, cases, every);
         print_catch(m, decl, k, every);
