@@ -443,9 +443,9 @@ std::string CpuBackend::name() const {
 
 Capabilities CpuBackend::capabilities() const {
   Capabilities c;
-  c.honours_num_splits = true;
-  c.numerics.accumulate_unit = 0x1.0p-24;
+  c.numerics.accumulate_unit = 0x1.0p-24;  // plain fp32 adds, round to nearest, no FMA
   c.numerics.tile_keys = kKvTile;
+  c.honours_num_splits = true;  // split_range / folded_range: exactly num_splits chunks
   return c;
 }
 

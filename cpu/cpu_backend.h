@@ -61,8 +61,8 @@ class CpuBackend final : public Backend {
 
   // "cpu", "cpu[folded]" on the folded plan, "cpu[fault=Name]" when a fault is injected.
   std::string name() const override;
-  // Every case the model takes; deterministic, num_splits honoured exactly; numerics as above
-  // (fp32 accumulation 2^-24, bf16 P, f32 operands rounded to bf16).
+  // Everything the model accepts; numerics as above: round-to-nearest fp32 sums (2^-24), bf16 P,
+  // exactly num_splits prefix chunks (props/compare.h derives its tolerance from this).
   Capabilities capabilities() const override;
   // No for max_draft > 1024, dtypes other than bf16 / f32, or a fault this build compiled out.
   Support can_implement(const VerifyParams& p) const override;

@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <tuple>
 
+#include "mlaverify/bf16.h"
 #include "mlaverify/error.h"
 #include "model/validate.h"
+#include "model/mask.h"
 
 namespace mlaverify::props {
 
@@ -32,6 +35,11 @@ const std::vector<MutantInfo>& all_mutants() {
        "FlashInfer mask read as one global bit stream instead of per-request bytes"},
       {Mutant::Int32IndexWrap, "int32_index_wrap", 14,
        "slot * stride wrapped (scaled-down int32 overflow)"},
+      {Mutant::DroppedKeyP256, "dropped_key_p256", 8,
+       "the last prefix key of every request with P >= 256 is never read"},
+      {Mutant::OScale1Percent, "o_scale_1pct", 0, "o_lat scaled by 1.01 before its rounding"},
+      {Mutant::OneWrongElement, "one_wrong_element", 0,
+       "o_lat[token 0, head H-1, column 511] scaled by 1.05 before its rounding"},
   };
   return list;
 }
@@ -124,6 +132,19 @@ class MutantBackend final : public Backend {
       case Mutant::Int32IndexWrap:
         int32_index_wrap(p);
         break;
+      case Mutant::DroppedKeyP256:
+        drop_last_prefix_key(p, 256);
+        break;
+      case Mutant::OScale1Percent:
+        run_then_corrupt(p, [](int64_t, int32_t, int32_t, double o) { return o * 1.01; });
+        return;
+      case Mutant::OneWrongElement: {
+        const int32_t head = p.num_heads - 1;
+        run_then_corrupt(p, [head](int64_t t, int32_t h, int32_t k, double o) {
+          return t == 0 && h == head && k == kLatentDim - 1 ? o * 1.05 : o;
+        });
+        return;
+      }
     }
     inner_->run(p);
   }
@@ -280,8 +301,81 @@ class MutantBackend final : public Backend {
     p.kv_pool = pool_.data();
   }
 
+  // Entry P_i - 1 (the last prefix key) of every request with P_i >= min_prefix leaves the kv
+  // list, as a kernel whose prefix loop stops one key short would read it. The indices become
+  // TokenI64 (whatever the indexing: a page table cannot drop one entry) and a mask that stores
+  // prefix columns is re-encoded for the shorter prefix, so that only the key goes missing.
+  void drop_last_prefix_key(VerifyParams& p, int64_t min_prefix) {
+    const int32_t bs = p.batch_size;
+    kv_indptr_.assign(static_cast<size_t>(bs) + 1, 0);
+    indices_.clear();
+    std::vector<model::BitRows> blocks;
+    std::vector<int64_t> prefix_lens;
+    bool any = false;
+    for (int32_t i = 0; i < bs; ++i) {
+      const RequestExtent e = request_extent(p, i);
+      const int64_t kv_len = static_cast<int64_t>(p.kv_indptr[i + 1]) - p.kv_indptr[i];
+      const int64_t drop = e.prefix_len >= min_prefix ? e.prefix_len - 1 : -1;
+      any = any || drop >= 0;
+      for (int64_t k = 0; k < kv_len; ++k) {
+        if (k != drop) indices_.push_back(kv_slot(p, e, k));
+      }
+      kv_indptr_[static_cast<size_t>(i) + 1] = static_cast<int32_t>(indices_.size());
+      if (model::mask_has_prefix_columns(p.mask_format)) {
+        blocks.push_back(model::draft_block(p, i));
+        prefix_lens.push_back(e.prefix_len - (drop >= 0 ? 1 : 0));
+      }
+    }
+    if (!any) return;
+    indices_.push_back(0);  // never empty: a valid pointer for kv_indices_len >= kv_indptr[bs]
+    p.kv_indexing = KvIndexing::TokenI64;
+    p.kv_indices = indices_.data();
+    p.kv_indices_len = static_cast<int64_t>(indices_.size());
+    p.kv_indptr = kv_indptr_.data();
+    if (model::mask_has_prefix_columns(p.mask_format)) {
+      encoded_ = model::encode_mask_blocks(p.mask_format, blocks, prefix_lens,
+                                           p.mask_indptr_convention, p.mask_word_bytes);
+      model::attach_mask(p, encoded_);
+    }
+  }
+
+  // Runs inner into an fp32 o of its own, then writes corrupt(t, h, k, o) for every real token's
+  // rows that inner wrote, rounded once to the caller's o_dtype and strides (rows t >= T and the
+  // elements strides skip are left alone).
+  template <class Corrupt>
+  void run_then_corrupt(const VerifyParams& p, Corrupt&& corrupt) {
+    VerifyParams q = p;
+    const int32_t H = p.num_heads;
+    const size_t n = static_cast<size_t>(p.max_total_q) * H * kLatentDim;
+    o32_.assign(n, std::numeric_limits<float>::quiet_NaN());
+    q.o_lat = o32_.data();
+    q.o_dtype = DType::F32;
+    q.o_head_stride = kLatentDim;
+    q.o_token_stride = int64_t{H} * kLatentDim;
+    inner_->run(q);
+    const int64_t T = p.qo_indptr[p.batch_size];
+    for (int64_t t = 0; t < T; ++t) {
+      for (int32_t h = 0; h < H; ++h) {
+        for (int32_t k = 0; k < kLatentDim; ++k) {
+          const float v = o32_[(static_cast<size_t>(t) * H + h) * kLatentDim + k];
+          if (std::isnan(v)) continue;  // not written by inner
+          const float c = static_cast<float>(corrupt(t, h, k, static_cast<double>(v)));
+          const int64_t at = t * p.o_token_stride + h * p.o_head_stride + k;
+          if (p.o_dtype == DType::F32) {
+            static_cast<float*>(p.o_lat)[at] = c;
+          } else {
+            static_cast<bf16*>(p.o_lat)[at] = float_to_bf16(c);
+          }
+        }
+      }
+    }
+  }
+
   Mutant m_;
   BackendPtr inner_;
+  std::vector<int32_t> kv_indptr_;    // [bs + 1]
+  model::EncodedMask encoded_;        // the re-encoded mask of drop_last_prefix_key
+  std::vector<float> o32_;            // [max_total_q, H, 512]
   std::vector<int64_t> mask_indptr_;  // [bs]
   std::vector<uint8_t> mask_;         // [mask bytes]
   std::vector<int64_t> indices_;      // [kv_indices_len]

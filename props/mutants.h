@@ -22,12 +22,17 @@ enum class Mutant : int32_t {
   BigEndianBits,       // §7.13: packed masks read MSB-first within each word
   GlobalBitPacking,    // §7.13: FlashInfer packed mask read as one global bit stream
   Int32IndexWrap,      // §7.14: slot * stride wrapped in a narrow integer (scaled-down: 2^16)
+  // Numerical faults a worst-case bound is too loose to see (issue 12; the probable bound of
+  // props/compare.h catches them):
+  DroppedKeyP256,   // §7.8: the last prefix key of every request with P >= 256 never read
+  OScale1Percent,   // o_lat scaled by 1.01 before its final rounding
+  OneWrongElement,  // o_lat[0, H-1, 511] scaled by 1.05 before its final rounding
 };
 
 struct MutantInfo {
   Mutant mutant;
   std::string_view name;
-  int32_t bug_class;  // docs/spec.md §7 number
+  int32_t bug_class;  // docs/spec.md §7 number; 0 for a numerical fault outside §7
   std::string_view what;
 };
 
@@ -36,8 +41,10 @@ const std::vector<MutantInfo>& all_mutants();
 const MutantInfo& mutant_info(Mutant m);
 
 // A Backend named "mutant:<name>(<inner name>)" that corrupts the params (copies: the caller's
-// buffers are never written) and runs `inner` on them. can_implement and workspace_bytes defer
-// to `inner` on the original params: the bug is in what is handed over, not in what is asked.
+// buffers are never written) and runs `inner` on them, or (the output faults) runs `inner` into
+// its own fp32 buffer and writes a corrupted copy, rounded once to the caller's o_dtype.
+// can_implement, workspace_bytes and capabilities defer to `inner` on the original params: the
+// bug is in what is handed over, not in what is asked or declared.
 BackendPtr make_mutant(Mutant m, BackendPtr inner);
 
 // By the catalog name ("rope_first_read", ...), for the CLI; InvalidInput("mutant", -1, ...)

@@ -77,7 +77,7 @@ std::optional<PropertyResult> stray(const RunOutput& out) {
 Comparison same_outputs(Backend& backend, model::VerifyBatch& batch, const RunOutput& a,
                         const RunOutput& b, const std::vector<int32_t>& requests = {}) {
   if (backend.capabilities().deterministic) return compare_bits(batch, a, b, requests);
-  return compare_runs_within(batch, a, b, requests);
+  return compare_runs_within(batch, a, b, backend.capabilities(), requests);
 }
 
 std::string law(Backend& backend, const std::string& what) {
@@ -122,7 +122,8 @@ PropertyResult check_vs_model(Backend& backend, const Case& c) {
     model::RefResult ref = model::reference_verify(batch.params());
     RunOutput out = run_backend(backend, batch);
     if (auto s = stray(out)) return *s;
-    return from_comparison(compare_to_model(batch, out, ref), backend.name() + " vs model");
+    return from_comparison(compare_to_model(batch, out, ref, backend.capabilities()),
+                           backend.name() + " vs model");
   });
 }
 
@@ -138,7 +139,7 @@ PropertyResult check_split_invariance(Backend& backend, const Case& c) {
     if (auto skip = unsupported(backend, b)) return *skip;
     RunOutput oa = run_backend(backend, a);
     RunOutput ob = run_backend(backend, b);
-    return from_comparison(compare_runs_within(a, ob, oa),
+    return from_comparison(compare_runs_within(a, ob, oa, backend.capabilities()),
                            "num_splits " + std::to_string(many.num_splits) + " vs 1");
   });
 }
@@ -194,7 +195,8 @@ PropertyResult check_chain_causal(Backend& backend, const Case& c) {
       }
     }
     RunOutput out = run_backend(backend, batch);
-    return from_comparison(compare_to_model(batch, out, ref), "chain vs causal reference");
+    return from_comparison(compare_to_model(batch, out, ref, backend.capabilities()),
+                           "chain vs causal reference");
   });
 }
 

@@ -143,5 +143,106 @@ TEST(Compare, RunsWithinBoundOfEachOther) {
   EXPECT_EQ(c.worst.column, 5);
 }
 
+// The bit comparison's report over every element, the differing ones included (it once left them
+// out of the reference norm and the cosine: "relative Frobenius 56, cosine 1"). Expected values
+// computed here from the two outputs directly.
+TEST(Compare, BitsReportCountsDifferingElements) {
+  Fixture f = run_model(small_case());
+  RunOutput other = f.out;
+  const size_t at = (static_cast<size_t>(5) * 2 + 1) * kLatentDim + 300;  // token 5, head 1
+  other.o[at] = 1000.0f;
+  const int64_t real = f.batch.real_tokens();
+  double ref2 = 0, out2 = 0, dot = 0, diff2 = 0, ref_max = 0;
+  for (size_t k = 0; k < static_cast<size_t>(real) * 2 * kLatentDim; ++k) {
+    const double x = other.o[k], r = f.out.o[k];
+    ref2 += r * r;
+    out2 += x * x;
+    dot += x * r;
+    diff2 += (x - r) * (x - r);
+    ref_max = std::max(ref_max, std::fabs(r));
+  }
+  Comparison c = compare_bits(f.batch, other, f.out);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.violations, 1);
+  EXPECT_EQ(c.nonfinite, 0);
+  EXPECT_EQ(c.worst.token, 5);
+  EXPECT_EQ(c.worst.head, 1);
+  EXPECT_EQ(c.worst.column, 300);
+  const double d = 1000.0 - f.out.o[at];
+  EXPECT_DOUBLE_EQ(c.max_abs, std::fabs(d));
+  EXPECT_DOUBLE_EQ(c.worst_err, std::fabs(d));
+  EXPECT_NEAR(c.rel_frobenius, std::sqrt(diff2 / ref2), 1e-12 * std::sqrt(diff2 / ref2));
+  EXPECT_NEAR(c.max_abs_rel, std::fabs(d) / ref_max, 1e-12);
+  EXPECT_NEAR(c.cosine, dot / std::sqrt(ref2 * out2), 1e-12);
+  EXPECT_LT(c.cosine, 0.99);  // one element of 1000 against unit-scale values dominates
+  // A NaN where the reference is finite: non-finite, and kept out of the aggregates.
+  RunOutput nan = f.out;
+  nan.o[at] = std::nanf("");
+  Comparison n = compare_bits(f.batch, nan, f.out);
+  EXPECT_EQ(n.violations, 1);
+  EXPECT_EQ(n.nonfinite, 1);
+  EXPECT_EQ(n.rel_frobenius, 0.0);
+  EXPECT_DOUBLE_EQ(n.cosine, 1.0);
+}
+
+// The declaration sets the bound: the CPU's (2^-24, num_splits honoured) is tighter than a
+// foreign kernel's defaults (2^-23, 64 partials); partials follow honours_num_splits.
+TEST(Compare, DeclarationSetsTheBound) {
+  Fixture f = run_model(small_case());
+  Capabilities cpu;
+  cpu.numerics.accumulate_unit = kF32Unit;
+  cpu.honours_num_splits = true;
+  const Capabilities foreign;
+  VerifyParams p = f.batch.params();
+  EXPECT_EQ(declared_partials(cpu, p), p.num_splits + 1);
+  EXPECT_EQ(declared_partials(foreign, p), 64);
+  Capabilities eight = foreign;
+  eight.numerics.max_partials = 8;
+  EXPECT_EQ(declared_partials(eight, p), 8);
+  for (int32_t i = 0; i < 2; ++i) {
+    Tolerance a = derive_tolerance(f.batch, i, cpu), b = derive_tolerance(f.batch, i, foreign);
+    EXPECT_LT(a.o_abs, b.o_abs) << a.derivation << "\n" << b.derivation;
+    EXPECT_LT(a.lse_abs, b.lse_abs);
+    EXPECT_EQ(a.o_unit, kBf16Unit);
+  }
+  EXPECT_EQ(output_unit(DType::F32), kF32Unit);
+}
+
+// The probable bound is far below the worst case on a long prefix (the 2^-8 of each key's bf16 P
+// adds up like a random walk, not linearly), a correct output stays inside it, and an error
+// inside the worst-case bound but beyond the probable one fails at its place.
+TEST(Compare, ProbableBoundTighterAndLocated) {
+  Case c;
+  c.requests = {{{-1, 0, 1}, 700}};
+  c.num_heads = 2;
+  c.seed = 7;
+  Fixture f = run_model(c);
+  const Capabilities foreign;
+  Tolerance tol = derive_tolerance(f.batch, 0, foreign);
+  ProbableBound pb = probable_bound(f.batch.params(), 0, foreign.numerics, 64);
+  double largest = 0;
+  for (double b : pb.o) largest = std::max(largest, b);
+  EXPECT_LT(largest, tol.o_abs / 4) << tol.derivation;
+  EXPECT_GT(largest, 0.0);
+  Comparison ok = compare_to_model(f.batch, f.out, f.ref, foreign);
+  EXPECT_TRUE(ok.pass) << ok.to_string();
+  EXPECT_GT(ok.worst_probable_ratio, 0.0);
+  EXPECT_LT(ok.worst_probable_ratio, 1.0);
+  // Query 1, head 1, column 77: 3x its probable bound, still well inside the worst case.
+  const size_t at = (static_cast<size_t>(1) * 2 + 1) * kLatentDim + 77;
+  const double r = f.ref.o_lat[at];
+  const double probable = pb.at(1, 1, 77) + kBf16Unit * std::fabs(r);
+  f.out.o[at] = static_cast<float>(r + 3.0 * probable);
+  ASSERT_LT(3.0 * probable + kBf16Unit * std::fabs(r), tol.o_abs);
+  Comparison bad = compare_to_model(f.batch, f.out, f.ref, foreign);
+  EXPECT_FALSE(bad.pass);
+  EXPECT_EQ(bad.violations, 0);
+  EXPECT_EQ(bad.improbable, 1);
+  EXPECT_EQ(bad.worst.query, 1);
+  EXPECT_EQ(bad.worst.head, 1);
+  EXPECT_EQ(bad.worst.column, 77);
+  EXPECT_NE(bad.to_string().find("beyond the probable bound"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mlaverify::props

@@ -55,6 +55,11 @@ std::vector<Entry> catalog() {
   return out;
 }
 
+// A §7 number, or "numerics" for the numerical faults outside §7 (bug_class 0).
+std::string section(int32_t bug_class) {
+  return bug_class > 0 ? std::to_string(bug_class) : "numerics";
+}
+
 TEST(Mutants, FaultBuildHonoursFaults) { EXPECT_TRUE(cpu::CpuBackend::faults_compiled_in()); }
 
 // The fault build with no fault is the plain algorithm: no property may fail on it.
@@ -106,7 +111,8 @@ TEST(Mutants, SuiteKillsEveryMutant) {
     FuzzReport r = run_campaign(*e.backend, o);
     if (r.failures.empty()) {
       ADD_FAILURE() << e.name << " survived " << r.cases_run << " cases (seed " << seed << ")";
-      table << "| " << e.bug_class << " | `" << e.name << "` | " << e.what << " | **survived** | > "
+      table << "| " << section(e.bug_class) << " | `" << e.name << "` | " << e.what
+            << " | **survived** | > "
             << kCaseBudget << " | | |\n";
       continue;
     }
@@ -115,7 +121,8 @@ TEST(Mutants, SuiteKillsEveryMutant) {
     const Case& s = f.shrunk.spec;
     std::printf("%-36s killed at case %3d by %-18s shrunk to %s\n  %s\n", e.name.c_str(),
                 f.case_index, f.property.c_str(), scenarios::summary(s).c_str(), f.detail.c_str());
-    table << "| " << e.bug_class << " | `" << e.name << "` | " << e.what << " | " << f.property;
+    table << "| " << section(e.bug_class) << " | `" << e.name << "` | " << e.what << " | "
+          << f.property;
     for (size_t k = 1; k < r.failures.size(); ++k) table << ", " << r.failures[k].property;
     table << " | " << f.case_index << " | " << s.batch_size() << ", " << s.total_draft() << ", "
           << s.total_prefix() << " | " << f.shrink_steps << " |\n";
