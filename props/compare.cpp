@@ -106,9 +106,12 @@ bool bf16_exact(double x) {
 // For the CPU backend's declaration (u_a = 2^-24, bf16 P, num_splits + 1 partials) every term is
 // the one this file derived before declarations existed, plus the rescale exps of item 2.
 Tolerance derive_tolerance(model::VerifyBatch& batch, int32_t i, const Capabilities& declared) {
-  VerifyParams p = batch.params();
+  return derive_tolerance(batch.params(), i, request_view(batch, i), declared);
+}
+
+Tolerance derive_tolerance(const VerifyParams& p, int32_t i, const RequestView& rv,
+                           const Capabilities& declared) {
   const Numerics& nm = declared.numerics;
-  RequestView rv = request_view(batch, i);
   const int64_t n = rv.prefix_len + rv.draft_nodes;
   double row[kRowDim];
   double qmax = 0, kmax = 0, vmax = 0;
@@ -554,9 +557,9 @@ Comparison compare_to_model(model::VerifyBatch& batch, const RunOutput& out,
   const VerifyParams p = batch.params();
   const int32_t partials = declared_partials(declared, p);
   for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
-    Tolerance tol = derive_tolerance(batch, i, declared);
-    ProbableBound pb = probable_bound(p, i, declared.numerics, partials);
     RequestView rv = request_view(batch, i);
+    Tolerance tol = derive_tolerance(p, i, rv, declared);
+    ProbableBound pb = probable_bound(p, i, declared.numerics, partials);
     for (int64_t q = 0; q < rv.draft_nodes; ++q) {
       int64_t t = rv.q_begin + q;
       for (int32_t h = 0; h < out.heads; ++h) {
@@ -579,13 +582,22 @@ Comparison compare_to_model(model::VerifyBatch& batch, const RunOutput& out,
 Comparison compare_runs_within(model::VerifyBatch& batch, const RunOutput& a, const RunOutput& b,
                                const Capabilities& declared,
                                const std::vector<int32_t>& requests) {
-  Accumulator acc;
+  std::vector<std::pair<int32_t, RequestView>> views;
   for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
-    if (!requests.empty() && std::find(requests.begin(), requests.end(), i) == requests.end()) {
-      continue;
+    if (requests.empty() || std::find(requests.begin(), requests.end(), i) != requests.end()) {
+      views.emplace_back(i, request_view(batch, i));
     }
-    Tolerance tol = derive_tolerance(batch, i, declared);
-    RequestView rv = request_view(batch, i);
+  }
+  return compare_runs_within(batch.params(), views, a, b, declared);
+}
+
+Comparison compare_runs_within(const VerifyParams& p,
+                               const std::vector<std::pair<int32_t, RequestView>>& views,
+                               const RunOutput& a, const RunOutput& b,
+                               const Capabilities& declared) {
+  Accumulator acc;
+  for (const auto& [i, rv] : views) {
+    Tolerance tol = derive_tolerance(p, i, rv, declared);
     const double uo = tol.o_unit;
     const double o_tol = 2.0 * tol.o_abs * (1.0 + 2.0 * uo);
     for (int64_t q = 0; q < rv.draft_nodes; ++q) {

@@ -109,6 +109,9 @@ struct Comparison {
 // params) for a backend that declares `declared` (default: a foreign kernel's defaults).
 Tolerance derive_tolerance(model::VerifyBatch& batch, int32_t request,
                            const Capabilities& declared = {});
+// The same from the params (host pointers, validated) and the request's token ranges.
+Tolerance derive_tolerance(const VerifyParams& p, int32_t request, const RequestView& view,
+                           const Capabilities& declared = {});
 
 // Backend output vs the model (double) for every real request: every element within its
 // worst-case bound (violations) and within the probable bound (improbable); each request with
@@ -125,6 +128,11 @@ Comparison compare_to_model(model::VerifyBatch& batch, const RunOutput& out,
 Comparison compare_runs_within(model::VerifyBatch& batch, const RunOutput& a, const RunOutput& b,
                                const Capabilities& declared = {},
                                const std::vector<int32_t>& requests = {});
+// The same over explicit (request index, token range) pairs of `p`'s batch (serving states).
+Comparison compare_runs_within(const VerifyParams& p,
+                               const std::vector<std::pair<int32_t, RequestView>>& views,
+                               const RunOutput& a, const RunOutput& b,
+                               const Capabilities& declared);
 
 // Bit-for-bit comparison of requests `requests` (all real ones when empty; padded ones may be
 // named). NaN payloads count: a property of the form "must be identical" means the bits. `b` is

@@ -90,6 +90,7 @@ RunOutput run_launch(Backend& backend, const VerifyParams& p, ServingLaunch& L) 
   out.heads = p.num_heads;
   for (bf16 x : L.o) out.o.push_back(bf16_to_float(x));
   out.lse = L.lse;
+  out.has_lse = backend.capabilities().writes_lse;
   return out;
 }
 
@@ -220,11 +221,16 @@ PropertyResult check_serving_defrag(Backend& backend, const Case& c) {
                                         L.trees[static_cast<size_t>(i)].size(),
                                         L.prefix_lens[static_cast<size_t>(i)]});
     }
-    Comparison cmp = compare_bits(views, before, after);
+    // Bit for bit for a deterministic backend; else within the derived bound of two runs.
+    const Capabilities caps = backend.capabilities();
+    Comparison cmp = caps.deterministic ? compare_bits(views, before, after)
+                                        : compare_runs_within(p, views, before, after, caps);
     PropertyResult r;
     r.ok = cmp.pass;
     r.comparison = cmp;
-    r.detail = "serving state before vs after model::compact: " + cmp.to_string();
+    r.detail = std::string("serving state before vs after model::compact") +
+               (caps.deterministic ? " (bits): " : " (within the derived bound): ") +
+               cmp.to_string();
     return r;
   });
 }

@@ -159,8 +159,8 @@ TEST(Foreign, DeterminismIsDeclared) {
   CampaignOptions o;
   o.seed = seed_from_env(20261201);
   o.cases = cases_from_env(40) / 2;
-  o.properties = {"vs_model", "draft_source", "slot_permutation", "defrag",
-                  "batch_independence", "representation"};
+  o.properties = {"vs_model",           "draft_source",   "slot_permutation", "defrag",
+                  "batch_independence", "representation", "serving_defrag"};
   AtomicMerge honest(atomic_caps(false));
   const FuzzReport green = run_campaign(honest, o);
   EXPECT_TRUE(green.ok()) << green.to_string();
