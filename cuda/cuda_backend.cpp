@@ -68,6 +68,8 @@ Support cuda_device_available() {
 struct CudaBackend::State {
   cudaStream_t stream = nullptr;
   DeviceBuffer q, pool, qo, kv, idx, kext, mask, mask_indptr, o, lse, ws;
+  std::vector<int32_t> kv_indptr;   // host: with_token_indices' translation of other indexings
+  std::vector<int64_t> kv_indices;
   ~State() {
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
@@ -80,7 +82,6 @@ Capabilities CudaBackend::capabilities() const {
   Capabilities c;
   c.q_dtypes = bit(DType::BF16);
   c.kv_dtypes = bit(DType::BF16);
-  c.kv_indexings = bit(KvIndexing::TokenI64);
   c.honours_num_splits = true;
   c.numerics.accumulate_unit = 0x1.0p-23;
   return c;
@@ -89,9 +90,6 @@ Capabilities CudaBackend::capabilities() const {
 Support CudaBackend::can_implement(const VerifyParams& p) const {
   if (Support dev = cuda_device_available(); !dev)
     return Support::no("no CUDA device: " + dev.reason);
-  if (p.kv_indexing != KvIndexing::TokenI64) {
-    return Support::no("kv_indexing must be token_i64 (the kernel reads int64 kv_indices)");
-  }
   return detail::check_static(p, /*check_pointers=*/false);
 }
 
@@ -99,8 +97,11 @@ size_t CudaBackend::workspace_bytes(const VerifyParams& p) const {
   return VerifyKernel::workspace_bytes(p);
 }
 
-void CudaBackend::run(const VerifyParams& p) {
-  // Bad metadata is InvalidInput whether or not a device is present (checked on the host first).
+void CudaBackend::run(const VerifyParams& given) {
+  // The kernel reads int64 token-level indices: int32 ids and page tables are translated on the
+  // host first (their own checks included). Bad metadata is InvalidInput whether or not a device
+  // is present (checked on the host first).
+  const VerifyParams p = with_token_indices(given, state_->kv_indptr, state_->kv_indices);
   validate_host_params(p);
   if (Support s = can_implement(p); !s) throw Unsupported("cuda backend: " + s.reason);
   State& st = *state_;

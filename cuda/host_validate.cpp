@@ -3,7 +3,9 @@
 #include "cuda/host_validate.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "mlaverify/error.h"
 #include "mlaverify/split_plan.h"
@@ -152,6 +154,69 @@ void validate_host_params(const VerifyParams& p) {
       }
     }
   }
+}
+
+VerifyParams with_token_indices(const VerifyParams& p, std::vector<int32_t>& kv_indptr,
+                                std::vector<int64_t>& kv_indices) {
+  if (p.kv_indexing == KvIndexing::TokenI64) return p;
+  require(p.kv_indexing == KvIndexing::TokenI32 || p.kv_indexing == KvIndexing::PageTable,
+          "kv_indexing", -1, "unknown value " + s(static_cast<int32_t>(p.kv_indexing)));
+  require(p.batch_size >= 1, "batch_size", -1, "must be >= 1, got " + s(p.batch_size));
+  require(p.kv_indptr != nullptr, "kv_indptr", -1, "null pointer");
+  require(p.qo_indptr != nullptr, "qo_indptr", -1, "null pointer");
+  const bool paged = p.kv_indexing == KvIndexing::PageTable;
+  if (!paged) require(p.kv_indptr[0] == 0, "kv_indptr", 0, "CSR must start at 0");
+  kv_indptr.assign(static_cast<size_t>(p.batch_size) + 1, 0);
+  int64_t total = 0;
+  for (int32_t i = 0; i < p.batch_size; ++i) {
+    const int64_t len = static_cast<int64_t>(p.kv_indptr[i + 1]) - p.kv_indptr[i];
+    require(len >= 0, "kv_indptr", i + 1, "not non-decreasing");
+    total += len;
+    require(total <= std::numeric_limits<int32_t>::max(), "kv_indptr", i + 1, "total overflows");
+    kv_indptr[static_cast<size_t>(i) + 1] = static_cast<int32_t>(total);
+  }
+  if (paged) {
+    require(p.page_size >= 1, "page_size", -1, "must be >= 1, got " + s(p.page_size));
+    require(p.block_table_stride >= 0, "block_table_stride", -1, "must be >= 0");
+    require(total == 0 || p.block_table != nullptr, "block_table", -1, "null pointer");
+  } else {
+    require(total <= p.kv_indices_len, "kv_indptr", p.batch_size,
+            "total " + s(total) + " exceeds kv_indices_len = " + s(p.kv_indices_len));
+    require(total == 0 || p.kv_indices_i32 != nullptr, "kv_indices_i32", -1, "null pointer");
+  }
+  kv_indices.resize(static_cast<size_t>(total));
+  for (int32_t i = 0; i < p.batch_size; ++i) {
+    const int64_t begin = kv_indptr[static_cast<size_t>(i)];
+    const int64_t len = kv_indptr[static_cast<size_t>(i) + 1] - begin;
+    if (paged) {
+      require((len + p.page_size - 1) / p.page_size <= p.block_table_stride, "block_table_stride",
+              i, "request " + s(i) + " needs more pages than a table row holds");
+    }
+    for (int64_t k = 0; k < len; ++k) {
+      int64_t slot;
+      if (paged) {
+        const int64_t at = static_cast<int64_t>(i) * p.block_table_stride + k / p.page_size;
+        slot = static_cast<int64_t>(p.block_table[at]) * p.page_size + k % p.page_size;
+        require(p.block_table[at] >= 0 && slot < p.pool_slots, "block_table", at,
+                "page " + s(p.block_table[at]) + " reaches outside the pool");
+      } else {
+        slot = p.kv_indices_i32[p.kv_indptr[i] + k];
+        require(slot >= 0 && slot < p.pool_slots, "kv_indices_i32", p.kv_indptr[i] + k,
+                "slot " + s(slot) + " outside pool of " + s(p.pool_slots));
+      }
+      kv_indices[static_cast<size_t>(begin + k)] = slot;
+    }
+  }
+  VerifyParams out = p;
+  out.kv_indexing = KvIndexing::TokenI64;
+  out.kv_indptr = kv_indptr.data();
+  out.kv_indices = kv_indices.data();
+  out.kv_indices_len = total;
+  out.kv_indices_i32 = nullptr;
+  out.block_table = nullptr;
+  out.block_table_stride = 0;
+  out.page_size = 1;
+  return out;
 }
 
 }  // namespace mlaverify::cuda

@@ -169,6 +169,43 @@ TEST(CudaValidation, SlotsOutsideThePool) {
   expect_invalid(q, "kv_indices", 3);
 }
 
+// int32 ids and page tables are translated on the host; what the translation reads is checked
+// first, with the model's field names and indices.
+TEST(CudaValidation, Int32IndicesAndPageTables) {
+  for (KvIndexing x : {KvIndexing::TokenI32, KvIndexing::PageTable}) {
+    BatchSpec s;
+    s.requests = {{DraftTree::from_parents({-1, 0, 0, 1}), 40}, {DraftTree::chain(3), 0}};
+    s.num_heads = 2;
+    s.page_size = 16;
+    s.kv_indexing = x;
+    s.seed = 1;
+    VerifyBatch b = VerifyBatch::build(s);
+    VerifyParams p = b.params();
+    CudaBackend gpu;
+    try {
+      gpu.run(p);  // valid: runs with a device, Unsupported (no device) without
+    } catch (const Unsupported& e) {
+      EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+    }
+    if (x == KvIndexing::TokenI32) {
+      std::vector<int32_t> idx(p.kv_indices_i32, p.kv_indices_i32 + p.kv_indices_len);
+      idx[7] = static_cast<int32_t>(p.pool_slots);
+      VerifyParams q = p;
+      q.kv_indices_i32 = idx.data();
+      expect_invalid(q, "kv_indices_i32", 7);
+    } else {
+      std::vector<int32_t> table(p.block_table, p.block_table + 2 * p.block_table_stride);
+      table[2] = static_cast<int32_t>(p.pool_slots / p.page_size);  // request 0's third page
+      VerifyParams q = p;
+      q.block_table = table.data();
+      expect_invalid(q, "block_table", 2);
+      q = p;
+      q.block_table_stride = 1;  // 40 keys need 3 pages of 16
+      expect_invalid(q, "block_table_stride", 0);
+    }
+  }
+}
+
 TEST(CudaValidation, CacheSlotsNeedDraftSlots) {
   VerifyBatch b = small_batch(MaskFormat::FullMask, DraftKvSource::CacheSlots);
   VerifyParams p = b.params();
