@@ -152,6 +152,33 @@ TEST(Guarded, ACrashIsAFailingCallAndTheNextCallGetsANewWorker) {
   EXPECT_EQ(g->workers_started(), 2);
 }
 
+// The worker is a fresh process (fork + exec of mlaverify-plugin-worker), not a copy of this one.
+TEST(Guarded, TheWorkerIsTheWorkerExecutable) {
+  auto g = guarded(MLAV_CPU_PLUGIN, "");
+  ASSERT_GT(g->worker_pid(), 0);
+  const std::string exe =
+      std::filesystem::read_symlink("/proc/" + std::to_string(g->worker_pid()) + "/exe");
+  EXPECT_EQ(std::filesystem::path(exe).filename(), "mlaverify-plugin-worker") << exe;
+}
+
+// MLAV_PLUGIN_WORKER=fork: the same checks with a plain fork; a bad path is bad input.
+TEST(Guarded, ForkOnlyWorkerAndABadWorkerPath) {
+  setenv("MLAV_PLUGIN_WORKER", "fork", 1);
+  {
+    model::VerifyBatch big = props::build_batch(small_case());
+    auto g = guarded(MLAV_FAULTY_PLUGIN, "fault=crash&p=20");
+    const std::string exe =
+        std::filesystem::read_symlink("/proc/" + std::to_string(g->worker_pid()) + "/exe");
+    EXPECT_EQ(std::filesystem::path(exe).filename(), "plugin_tests");  // a copy of this process
+    EXPECT_NE(run_error(*g, big.params()).find("crashed: killed by signal 11"), std::string::npos);
+    auto clean = guarded(MLAV_FAULTY_PLUGIN, "fault=past_end");
+    EXPECT_NE(run_error(*clean, big.params()).find("o_lat: after the end"), std::string::npos);
+  }
+  setenv("MLAV_PLUGIN_WORKER", "/nonexistent/worker", 1);
+  EXPECT_THROW(guarded(MLAV_CPU_PLUGIN, ""), InvalidInput);
+  unsetenv("MLAV_PLUGIN_WORKER");
+}
+
 TEST(Guarded, AHangHitsTheTimeLimit) {
   model::VerifyBatch batch = props::build_batch(small_case());
   auto g = guarded(MLAV_FAULTY_PLUGIN, "fault=hang&p=20&timeout=1");
