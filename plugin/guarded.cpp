@@ -13,9 +13,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -36,10 +36,14 @@ enum Op : uint32_t { kOpCanImplement = 1, kOpWorkspaceBytes = 2, kOpRun = 3 };
 
 const char* op_name(uint32_t op) {
   switch (op) {
-    case kOpCanImplement: return "can_implement";
-    case kOpWorkspaceBytes: return "workspace_bytes";
-    case kOpRun: return "run";
-    default: return "opening the plugin";
+    case kOpCanImplement:
+      return "can_implement";
+    case kOpWorkspaceBytes:
+      return "workspace_bytes";
+    case kOpRun:
+      return "run";
+    default:
+      return "opening the plugin";
   }
 }
 
@@ -57,8 +61,8 @@ struct Request {
 
 // Both ends must agree on these structs: the worker executable is built from the same sources,
 // and its hello carries this stamp so a stale one is refused rather than misread.
-constexpr uint64_t kProtocolStamp = 0x6d6c6176'00000001ull ^ (sizeof(VerifyParams) << 16) ^
-                                    (sizeof(Capabilities) << 40);
+constexpr uint64_t kProtocolStamp =
+    0x6d6c6176'00000001ull ^ (sizeof(VerifyParams) << 16) ^ (sizeof(Capabilities) << 40);
 
 struct Reply {
   uint64_t stamp = kProtocolStamp;
@@ -355,8 +359,15 @@ struct GuardedPluginBackend::Worker {
     // functions until execv (this process may have other threads).
     const std::string worker = worker_executable();
     const std::string parent_text = std::to_string(parent);
-    const char* argv[] = {worker.c_str(), "--fd", "3",  "--parent", parent_text.c_str(),
-                          "--plugin",     spec.path.c_str(), "--config", spec.config.c_str(),
+    const char* argv[] = {worker.c_str(),
+                          "--fd",
+                          "3",
+                          "--parent",
+                          parent_text.c_str(),
+                          "--plugin",
+                          spec.path.c_str(),
+                          "--config",
+                          spec.config.c_str(),
                           nullptr};
     const pid_t child = fork();
     if (child < 0) {
@@ -464,8 +475,8 @@ struct GuardedPluginBackend::Worker {
     if (fd < 0) throw std::runtime_error(label() + ": memfd_create: " + std::strerror(errno));
     if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
       close(fd);
-      throw std::runtime_error(label() + ": ftruncate of the run's region: " +
-                               std::strerror(errno));
+      throw std::runtime_error(label() +
+                               ": ftruncate of the run's region: " + std::strerror(errno));
     }
     void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
@@ -486,10 +497,14 @@ namespace {
 
 void throw_reply(const Reply& r, const std::string& name) {
   switch (r.status) {
-    case MLAV_OK: return;
-    case MLAV_INVALID_INPUT: throw InvalidInput(r.field, r.index, r.text);
-    case MLAV_UNSUPPORTED: throw Unsupported(r.text);
-    default: throw std::runtime_error(std::string(r.text) + " [" + name + "]");
+    case MLAV_OK:
+      return;
+    case MLAV_INVALID_INPUT:
+      throw InvalidInput(r.field, r.index, r.text);
+    case MLAV_UNSUPPORTED:
+      throw Unsupported(r.text);
+    default:
+      throw std::runtime_error(std::string(r.text) + " [" + name + "]");
   }
 }
 
@@ -529,8 +544,9 @@ void check_range(const unsigned char* area, size_t from, size_t to,
   }
   if (n == 0) return;
   changed += n;
-  if (out.size() < 6) out.push_back(describe(first, last) + " (" + std::to_string(n) + " byte" +
-                                    (n == 1 ? "" : "s") + ")");
+  if (out.size() < 6)
+    out.push_back(describe(first, last) + " (" + std::to_string(n) + " byte" + (n == 1 ? "" : "s") +
+                  ")");
 }
 
 }  // namespace
@@ -617,18 +633,26 @@ void GuardedPluginBackend::run(const VerifyParams& p) {
   for (const Area& a : areas) {
     const unsigned char* area = region + a.offset - G;
     const std::string bn = buffer_name(a.id);
-    check_range(area, 0, G, [&](size_t f, size_t l) {
-      return bn + ": before the start of the buffer, bytes -" + std::to_string(G - f) + "..-" +
-             std::to_string(G - l);
-    }, found, changed);
+    check_range(
+        area, 0, G,
+        [&](size_t f, size_t l) {
+          return bn + ": before the start of the buffer, bytes -" + std::to_string(G - f) + "..-" +
+                 std::to_string(G - l);
+        },
+        found, changed);
     size_t from = 0;
     auto gap = [&](size_t b, size_t e) {
-      check_range(area + G, b, e, [&](size_t f, size_t l) {
-        std::string s = bn + ": " + where(p, a, f);
-        if (a.id == kLse && !a.geometry.writable) s += " (the plugin does not declare writes_lse)";
-        if (l / a.geometry.elem_bytes != f / a.geometry.elem_bytes) s += " to " + where(p, a, l);
-        return s;
-      }, found, changed);
+      check_range(
+          area + G, b, e,
+          [&](size_t f, size_t l) {
+            std::string s = bn + ": " + where(p, a, f);
+            if (a.id == kLse && !a.geometry.writable)
+              s += " (the plugin does not declare writes_lse)";
+            if (l / a.geometry.elem_bytes != f / a.geometry.elem_bytes)
+              s += " to " + where(p, a, l);
+            return s;
+          },
+          found, changed);
     };
     // check_range on area + G compares with pattern_at(i) relative to area + G: shift by G (a
     // multiple of the pattern's period, so the same bytes).
@@ -637,22 +661,32 @@ void GuardedPluginBackend::run(const VerifyParams& p) {
       from = e;
     }
     gap(from, a.bytes);
-    check_range(area, G + a.bytes, 2 * G + a.bytes, [&](size_t f, size_t l) {
-      const int64_t last_t = a.geometry.tokens - 1;
-      return bn + ": after the end of the buffer, bytes +" + std::to_string(f - G - a.bytes) +
-             "..+" + std::to_string(l - G - a.bytes) + " (its last real row is token " +
-             std::to_string(last_t) + ", request " + std::to_string(request_of_token(p, last_t)) +
-             "; the buffer holds max_total_q = " + std::to_string(p.max_total_q) + " rows)";
-    }, found, changed);
+    check_range(
+        area, G + a.bytes, 2 * G + a.bytes,
+        [&](size_t f, size_t l) {
+          const int64_t last_t = a.geometry.tokens - 1;
+          return bn + ": after the end of the buffer, bytes +" + std::to_string(f - G - a.bytes) +
+                 "..+" + std::to_string(l - G - a.bytes) + " (its last real row is token " +
+                 std::to_string(last_t) + ", request " +
+                 std::to_string(request_of_token(p, last_t)) +
+                 "; the buffer holds max_total_q = " + std::to_string(p.max_total_q) + " rows)";
+        },
+        found, changed);
   }
-  check_range(ws - G, 0, G, [&](size_t f, size_t l) {
-    return "workspace: before its start, bytes -" + std::to_string(G - f) + "..-" +
-           std::to_string(G - l);
-  }, found, changed);
-  check_range(ws + ws_bytes, 0, G, [&](size_t f, size_t l) {
-    return "workspace: after its end (" + std::to_string(ws_bytes) + " bytes asked), bytes +" +
-           std::to_string(f) + "..+" + std::to_string(l);
-  }, found, changed);
+  check_range(
+      ws - G, 0, G,
+      [&](size_t f, size_t l) {
+        return "workspace: before its start, bytes -" + std::to_string(G - f) + "..-" +
+               std::to_string(G - l);
+      },
+      found, changed);
+  check_range(
+      ws + ws_bytes, 0, G,
+      [&](size_t f, size_t l) {
+        return "workspace: after its end (" + std::to_string(ws_bytes) + " bytes asked), bytes +" +
+               std::to_string(f) + "..+" + std::to_string(l);
+      },
+      found, changed);
   for (int id = 0; id < kNumBuffers; ++id) {
     if (bytes[id] == 0 || is_output(BufferId(id))) continue;
     const auto* orig = static_cast<const unsigned char*>(buffer_ptr(p, BufferId(id)));

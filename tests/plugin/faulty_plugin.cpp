@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -85,18 +85,29 @@ mlav_status run(void* s, const mlav_params* c, void* workspace, uint64_t ws_byte
   if (st != MLAV_OK) return st;
   const int64_t T = p.qo_indptr[p.batch_size];
   switch (f.fault) {
-    case Fault::PastEnd: poke_o(p, o_extent_elements(p)); break;
-    case Fault::BeforeStart: poke_o(p, -1); break;
-    case Fault::RowAfter: poke_o(p, T * p.o_token_stride); break;
-    case Fault::HeadGap: poke_o(p, kLatentDim); break;
+    case Fault::PastEnd:
+      poke_o(p, o_extent_elements(p));
+      break;
+    case Fault::BeforeStart:
+      poke_o(p, -1);
+      break;
+    case Fault::RowAfter:
+      poke_o(p, T * p.o_token_stride);
+      break;
+    case Fault::HeadGap:
+      poke_o(p, kLatentDim);
+      break;
     case Fault::LsePastEnd:
       if (p.lse != nullptr) p.lse[p.max_total_q * p.num_heads] = 0.0f;
       break;
     case Fault::WsPastEnd:
       if (workspace != nullptr) static_cast<unsigned char*>(workspace)[ws_bytes] = 1;
       break;
-    case Fault::InputWrite: *static_cast<unsigned char*>(const_cast<void*>(p.q)) ^= 1; break;
-    default: break;
+    case Fault::InputWrite:
+      *static_cast<unsigned char*>(const_cast<void*>(p.q)) ^= 1;
+      break;
+    default:
+      break;
   }
   return MLAV_OK;
 }
@@ -110,8 +121,7 @@ void destroy(void* s) {
 }  // namespace
 
 extern "C" MLAV_EXPORT mlav_status mlav_plugin_open(uint32_t abi_version, const char* config,
-                                                    mlav_backend* out, char* err,
-                                                    size_t err_size) {
+                                                    mlav_backend* out, char* err, size_t err_size) {
   auto f = std::make_unique<Faulty>();
   std::string_view cfg = config != nullptr ? config : "";
   std::string fault_name = "none";
@@ -128,12 +138,16 @@ extern "C" MLAV_EXPORT mlav_status mlav_plugin_open(uint32_t abi_version, const 
       return MLAV_INVALID_INPUT;
     }
   }
-  static const std::pair<const char*, Fault> kFaults[] = {
-      {"none", Fault::None},           {"past_end", Fault::PastEnd},
-      {"before_start", Fault::BeforeStart}, {"row_after", Fault::RowAfter},
-      {"head_gap", Fault::HeadGap},    {"lse_past_end", Fault::LsePastEnd},
-      {"ws_past_end", Fault::WsPastEnd}, {"input_write", Fault::InputWrite},
-      {"crash", Fault::CrashP},        {"hang", Fault::HangP}};
+  static const std::pair<const char*, Fault> kFaults[] = {{"none", Fault::None},
+                                                          {"past_end", Fault::PastEnd},
+                                                          {"before_start", Fault::BeforeStart},
+                                                          {"row_after", Fault::RowAfter},
+                                                          {"head_gap", Fault::HeadGap},
+                                                          {"lse_past_end", Fault::LsePastEnd},
+                                                          {"ws_past_end", Fault::WsPastEnd},
+                                                          {"input_write", Fault::InputWrite},
+                                                          {"crash", Fault::CrashP},
+                                                          {"hang", Fault::HangP}};
   bool known = false;
   for (const auto& [n, v] : kFaults) {
     if (fault_name == n) {

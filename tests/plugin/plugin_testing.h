@@ -22,9 +22,7 @@ class Recorder final : public Backend {
   std::string name() const override { return inner_.name(); }
   Capabilities capabilities() const override { return inner_.capabilities(); }
   Support can_implement(const VerifyParams& p) const override { return inner_.can_implement(p); }
-  size_t workspace_bytes(const VerifyParams& p) const override {
-    return inner_.workspace_bytes(p);
-  }
+  size_t workspace_bytes(const VerifyParams& p) const override { return inner_.workspace_bytes(p); }
   void run(const VerifyParams& p) override {
     inner_.run(p);
     ++runs;

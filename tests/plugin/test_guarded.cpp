@@ -19,10 +19,10 @@
 #include "mlaverify/error.h"
 #include "plugin/guarded.h"
 #include "plugin/plugin_backend.h"
-#include "tests/plugin/plugin_testing.h"
 #include "props/campaign.h"
 #include "props/case.h"
 #include "scenarios/scenario.h"
+#include "tests/plugin/plugin_testing.h"
 
 namespace mlaverify::plugin {
 namespace {
@@ -68,11 +68,12 @@ TEST(Guarded, CpuPluginEqualsInProcessOverTheSuite) {
   testing::expect_same_campaign(ra, a, rb, b);
   EXPECT_TRUE(rb.ok()) << rb.to_string();  // no false alarm from the guards
   EXPECT_EQ(g->workers_started(), 1);
-  std::printf("[guarded] %d cases x %zu properties, %lld guarded runs: in-process %.1f s, "
-              "guarded %.1f s\n",
-              rb.cases_run, rb.stats.size(), static_cast<long long>(b.runs),
-              std::chrono::duration<double>(t1 - t0).count(),
-              std::chrono::duration<double>(t2 - t1).count());
+  std::printf(
+      "[guarded] %d cases x %zu properties, %lld guarded runs: in-process %.1f s, "
+      "guarded %.1f s\n",
+      rb.cases_run, rb.stats.size(), static_cast<long long>(b.runs),
+      std::chrono::duration<double>(t1 - t0).count(),
+      std::chrono::duration<double>(t2 - t1).count());
 }
 
 // Each fault, one run of a fixed case: reported with the buffer and the side, outputs of a clean
@@ -96,7 +97,8 @@ TEST(Guarded, EachOutOfBoundsWriteIsReported) {
   };
   for (const Expect& e : cases) {
     SCOPED_TRACE(e.fault);
-    const std::string err = run_error(*guarded(MLAV_FAULTY_PLUGIN, std::string("fault=") + e.fault), p);
+    const std::string err =
+        run_error(*guarded(MLAV_FAULTY_PLUGIN, std::string("fault=") + e.fault), p);
     EXPECT_NE(err.find("out-of-bounds write"), std::string::npos) << err;
     for (const std::string& w : e.words) EXPECT_NE(err.find(w), std::string::npos) << err;
   }

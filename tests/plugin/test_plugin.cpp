@@ -3,13 +3,12 @@
 // every run), the conversions keep every field, struct_size versioning both ways, statuses become
 // the right exceptions, and every bad plugin is one clear line (exit 2 from the CLI).
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -17,9 +16,9 @@
 #include "mlaverify/c_api.h"
 #include "mlaverify/error.h"
 #include "plugin/plugin_backend.h"
-#include "tests/plugin/plugin_testing.h"
 #include "props/campaign.h"
 #include "props/case.h"
+#include "tests/plugin/plugin_testing.h"
 
 namespace mlaverify::plugin {
 namespace {
@@ -45,12 +44,12 @@ TEST(CpuPlugin, WholePropertySuiteEqualsInProcessBackend) {
   // Every property of the catalog ran through the ABI, not only skipped.
   for (const props::PropertyStats& s : rb.stats) EXPECT_TRUE(s.ran()) << s.property;
   EXPECT_EQ(rb.stats.size(), props::all_properties().size());
-  std::printf("[plugin] %d cases x %zu properties, %lld runs through the plugin: in-process %.1f s, "
-              "plugin %.1f s, digest %016llx\n",
-              rb.cases_run, rb.stats.size(), static_cast<long long>(b.runs),
-              std::chrono::duration<double>(t1 - t0).count(),
-              std::chrono::duration<double>(t2 - t1).count(),
-              static_cast<unsigned long long>(b.digest));
+  std::printf(
+      "[plugin] %d cases x %zu properties, %lld runs through the plugin: in-process %.1f s, "
+      "plugin %.1f s, digest %016llx\n",
+      rb.cases_run, rb.stats.size(), static_cast<long long>(b.runs),
+      std::chrono::duration<double>(t1 - t0).count(),
+      std::chrono::duration<double>(t2 - t1).count(), static_cast<unsigned long long>(b.digest));
 }
 
 // The mutant the equality check must kill: the same plugin on the folded split plan rounds
@@ -346,6 +345,7 @@ TEST(LoadPlugin, EveryFailureIsOneLineNamingThePath) {
   EXPECT_NE(bad.find("not an mlav_backend"), std::string::npos) << bad;
   const std::string cfg = load_error(MLAV_CPU_PLUGIN, "threads=2&color=blue");
   EXPECT_NE(cfg.find("unknown item 'color=blue'"), std::string::npos) << cfg;
+  EXPECT_NE(load_error(MLAV_CPU_PLUGIN, "threads=x").find("threads is 0..1024"), std::string::npos);
   for (const std::string& s : {missing, nosym, refused, bad, cfg}) {
     EXPECT_EQ(s.find('\n'), std::string::npos) << s;
   }
