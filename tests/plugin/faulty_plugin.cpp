@@ -28,6 +28,7 @@ enum class Fault {
   LsePastEnd,   // lse[max_total_q * H]
   WsPastEnd,    // the byte after the workspace
   InputWrite,   // q's first byte (inputs are read-only)
+  NoLse,        // declares no MLAV_CAP_WRITES_LSE, yet the CPU backend under it writes lse
   CrashP,       // SIGSEGV when any request has prefix >= p
   HangP,        // never returns when any request has prefix >= p (p = 0: always)
 };
@@ -62,7 +63,9 @@ void poke_o(const VerifyParams& p, int64_t e) {
 
 mlav_status caps(void* s, mlav_capabilities* c, char* err, size_t n) {
   Faulty& f = self_of(s);
-  return f.inner.capabilities(f.inner.self, c, err, n);
+  const mlav_status st = f.inner.capabilities(f.inner.self, c, err, n);
+  if (f.fault == Fault::NoLse) c->flags &= ~MLAV_CAP_WRITES_LSE;
+  return st;
 }
 mlav_status can(void* s, const mlav_params* p, char* why, size_t n) {
   Faulty& f = self_of(s);
@@ -146,6 +149,7 @@ extern "C" MLAV_EXPORT mlav_status mlav_plugin_open(uint32_t abi_version, const 
                                                           {"lse_past_end", Fault::LsePastEnd},
                                                           {"ws_past_end", Fault::WsPastEnd},
                                                           {"input_write", Fault::InputWrite},
+                                                          {"no_lse", Fault::NoLse},
                                                           {"crash", Fault::CrashP},
                                                           {"hang", Fault::HangP}};
   bool known = false;

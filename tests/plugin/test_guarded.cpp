@@ -94,6 +94,7 @@ TEST(Guarded, EachOutOfBoundsWriteIsReported) {
       {"lse_past_end", {"lse: after the end of the buffer, bytes +0..+3"}},
       {"ws_past_end", {"workspace: after its end", "bytes +0..+0"}},
       {"input_write", {"q: input modified from byte 0"}},
+      {"no_lse", {"lse: token 0 head 0 (request 0) (the plugin does not declare writes_lse)"}},
   };
   for (const Expect& e : cases) {
     SCOPED_TRACE(e.fault);
@@ -130,7 +131,17 @@ TEST(Guarded, RowsPastTAndStrideGapsMustStayUntouched) {
   std::vector<float> lse(static_cast<size_t>(p.max_total_q * p.num_heads));
   p.o_lat = o.data();
   p.lse = lse.data();
+  // A clean run writes the real rows and leaves the caller's bytes elsewhere as they were.
+  std::fill(o.begin(), o.end(), 0x11);
   EXPECT_EQ(run_error(*guarded(MLAV_FAULTY_PLUGIN, "fault=none"), p), "");
+  const size_t eb = dtype_bytes(p.o_dtype);
+  for (size_t b = static_cast<size_t>(T * p.o_token_stride) * eb; b < o.size(); ++b) {
+    ASSERT_EQ(o[b], 0x11) << "row t >= T changed at byte " << b;
+  }
+  for (size_t b = kLatentDim * eb; b < static_cast<size_t>(p.o_head_stride) * eb; ++b) {
+    ASSERT_EQ(o[b], 0x11) << "head-stride gap changed at byte " << b;
+  }
+  EXPECT_NE(o[0], 0x11);  // and the real rows were written
   const std::string row = run_error(*guarded(MLAV_FAULTY_PLUGIN, "fault=row_after"), p);
   EXPECT_NE(row.find("o_lat: token 7 head 0 column 0 (row t >= T = 7, after the last request, 2)"),
             std::string::npos)
