@@ -220,24 +220,28 @@ std::filesystem::path fresh_dir(const std::string& name) {
   return d;
 }
 
-// A campaign against a plugin that crashes on P >= 20: the crash is a failing case per property
-// that runs the backend, shrunk to one request of exactly P = 20, written as a scenario, and
-// the campaign runs every case (metadata, which never calls the backend, passes on all).
+// A campaign against a plugin that crashes on P >= 3 (any generator draws such cases): the crash
+// is a failing case per property that runs the backend, shrunk to one request of exactly P = 3,
+// written as a scenario, and the campaign runs every case (metadata, which never calls the
+// backend, passes on all).
 TEST(Guarded, CampaignShrinksACrashAndGoesOn) {
-  auto g = guarded(MLAV_FAULTY_PLUGIN, "fault=crash&p=20&timeout=60");
+  auto g = guarded(MLAV_FAULTY_PLUGIN, "fault=crash&p=3&timeout=60");
   props::CampaignOptions o;
+  // Two properties that run the backend and one that does not (each crash respawns a worker:
+  // ~140 shrink evaluations per property).
+  o.properties = {"vs_model", "split_invariance", "metadata"};
   o.cases = 10;
   o.seed = 11;
   o.out_dir = fresh_dir("crash");
   const props::FuzzReport r = props::run_campaign(*g, o);
   std::printf("%s", r.to_string().c_str());
   EXPECT_EQ(r.cases_run, 10);
-  ASSERT_FALSE(r.failures.empty());
+  ASSERT_EQ(r.failures.size(), 2u);
   for (const props::Failure& f : r.failures) {
     SCOPED_TRACE(f.property);
     EXPECT_NE(f.detail.find("crashed: killed by signal 11"), std::string::npos) << f.detail;
     EXPECT_EQ(f.shrunk.spec.batch_size(), 1);
-    EXPECT_EQ(max_prefix(f.shrunk.spec), 20);
+    EXPECT_EQ(max_prefix(f.shrunk.spec), 3);
     ASSERT_TRUE(std::filesystem::exists(f.file)) << f.file;
     EXPECT_EQ(scenarios::load_scenario(f.file), f.shrunk);
   }
@@ -280,7 +284,7 @@ int cli_status(const std::string& args) {
 TEST(GuardedCli, FuzzWritesTheCrashAndReplayReproducesIt) {
   const auto dir = fresh_dir("cli_crash");
   const std::string backend =
-      std::string("'plugin:") + MLAV_FAULTY_PLUGIN + "?fault=crash&p=20&guarded'";
+      std::string("'plugin:") + MLAV_FAULTY_PLUGIN + "?fault=crash&p=3&guarded'";
   EXPECT_EQ(cli_status("fuzz --cases 6 --seed 11 --property vs_model --out " + dir.string() +
                        " --backend " + backend),
             1);
