@@ -64,11 +64,14 @@ mlav_status exported_can_implement(void* self, const mlav_params* p, char* why, 
   return MLAV_UNSUPPORTED;
 }
 
-mlav_status exported_workspace_bytes(void* self, const mlav_params* p, uint64_t* bytes, char* err,
-                                     size_t err_size) {
+// 0: Backend::run allocates its own scratch (Backend::workspace_bytes says how much it takes),
+// so a caller's workspace would go unused (and a guarded run would map it for nothing).
+mlav_status exported_workspace_bytes(void* /*self*/, const mlav_params* p, uint64_t* bytes,
+                                     char* err, size_t err_size) {
   return guard_call(err, err_size, [&] {
     if (bytes == nullptr) throw InvalidInput("bytes", -1, "NULL");
-    *bytes = self_of(self).backend->workspace_bytes(from_c_params(p));
+    from_c_params(p);  // still an mlav_params of ABI >= 1
+    *bytes = 0;
   });
 }
 

@@ -445,8 +445,9 @@ struct GuardedPluginBackend::Worker {
   std::string kill_after_timeout() {
     if (pid > 0) kill(pid, SIGKILL);
     reap();
-    return "did not answer within the time limit of " + std::to_string(spec.timeout_s) +
-           " s (hang): killed";
+    char limit[32];
+    std::snprintf(limit, sizeof(limit), "%g", spec.timeout_s);
+    return std::string("did not answer within the time limit of ") + limit + " s (hang): killed";
   }
 
   // One request and its reply; a dead or hung worker is a std::runtime_error naming the call.

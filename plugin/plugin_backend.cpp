@@ -331,8 +331,12 @@ void PluginBackend::invoke(const VerifyParams& p, size_t guard_bytes, void* work
   }
   if (workspace == nullptr) {
     ws_bytes = workspace_bytes(p);
-    if (host_workspace_.size() < ws_bytes) host_workspace_.resize(ws_bytes);
-    workspace = host_workspace_.data();
+    if (host_workspace_bytes_ < ws_bytes) {
+      host_workspace_.reset();
+      host_workspace_.reset(new unsigned char[ws_bytes]);  // default-initialized: not touched
+      host_workspace_bytes_ = ws_bytes;
+    }
+    workspace = host_workspace_.get();
   }
   const mlav_params c = to_c_params(p);
   char err[kErrSize] = {0};
