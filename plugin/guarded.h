@@ -59,6 +59,8 @@ class GuardedPluginBackend : public Backend {
   // "plugin:<name>[guarded]".
   std::string name() const override { return "plugin:" + plugin_name_ + "[guarded]"; }
   Capabilities capabilities() const override { return caps_; }
+  // Asks the worker. Unlike Backend's rule this can throw: a worker that crashes or hangs while
+  // answering is the plugin's failure (a failing case), not a refusal to skip.
   Support can_implement(const VerifyParams& p) const override;
   size_t workspace_bytes(const VerifyParams& p) const override;
   // Validates p here, then runs it in the worker under the rules above.

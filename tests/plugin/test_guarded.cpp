@@ -274,6 +274,28 @@ TEST(Guarded, CampaignShrinksAnOutOfBoundsWrite) {
   }
 }
 
+// A hang in a campaign: the time limit makes it a failing case (shrunk within a small budget,
+// since every evaluation that hangs costs the limit) and the campaign runs every case.
+TEST(Guarded, CampaignTurnsAHangIntoAFailingCase) {
+  auto g = guarded(MLAV_FAULTY_PLUGIN, "fault=hang&p=3&timeout=1");
+  props::CampaignOptions o;
+  o.properties = {"vs_model", "metadata"};
+  o.cases = 4;
+  o.seed = 13;
+  o.max_shrink_evals = 3;
+  o.out_dir = fresh_dir("hang");
+  const props::FuzzReport r = props::run_campaign(*g, o);
+  std::printf("%s", r.to_string().c_str());
+  EXPECT_EQ(r.cases_run, 4);
+  ASSERT_EQ(r.failures.size(), 1u);
+  EXPECT_EQ(r.failures[0].property, "vs_model");
+  EXPECT_NE(r.failures[0].detail.find("did not answer within the time limit of 1 s"),
+            std::string::npos)
+      << r.failures[0].detail;
+  EXPECT_TRUE(std::filesystem::exists(r.failures[0].file));
+  EXPECT_EQ(r.stats.back().passed, 4);  // metadata
+}
+
 #ifdef MLAV_CLI
 int cli_status(const std::string& args) {
   const int s = std::system((std::string(MLAV_CLI) + " " + args + " >/dev/null 2>&1").c_str());
