@@ -321,6 +321,29 @@ TEST(PluginBackend, CudaMemoryPluginWithoutDeviceSaysWhy) {
   }
 }
 
+// A plugin written in C: its capabilities reach the suite, its refusal reads as a reason, and a
+// run goes through with the workspace it asked for (guarded too: it writes only real rows).
+TEST(CPlugin, LoadsDeclaresRefusesAndRuns) {
+  auto b = load_plugin(MLAV_C_PLUGIN);
+  EXPECT_EQ(b->name(), "plugin:c-zeros");
+  const Capabilities k = b->capabilities();
+  EXPECT_EQ(k.kv_dtypes, bit(DType::BF16));
+  EXPECT_FALSE(k.writes_lse);
+  EXPECT_TRUE(k.deterministic);  // a default the plugin left alone
+  EXPECT_EQ(k.max_heads, 4);
+  model::VerifyBatch wide = props::build_batch(small_case(8));
+  const Support s = b->can_implement(wide.params());
+  EXPECT_FALSE(s);
+  EXPECT_EQ(s.reason, "num_heads 8 not declared");  // Capabilities::admits answers first
+  model::VerifyBatch batch = props::build_batch(small_case(2));
+  EXPECT_EQ(b->workspace_bytes(batch.params()), 128u);
+  const props::RunOutput out = props::run_backend(*b, batch);
+  EXPECT_EQ(out.o_at(0, 0, 0), 0.0f);
+  auto g = make_plugin_backend(std::string(MLAV_C_PLUGIN) + "?guarded");
+  const props::RunOutput gout = props::run_backend(*g, batch);
+  EXPECT_EQ(gout.o, out.o);
+}
+
 std::string load_error(const std::string& path, const std::string& config = "") {
   try {
     load_plugin(path, config);
