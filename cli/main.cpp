@@ -116,6 +116,8 @@ int main(int argc, char** argv) {
                       "K/N: run only the campaign's cases i with i % N == K (0 <= K < N); the N "
                       "shards together run exactly the unsharded campaign's cases");
     c.app->add_option("--report", report_file, "Write the result as JSON here (for merge)");
+    c.app->add_flag("--coverage", fz.coverage,
+                    "Print which value of every field and which edge the cases took");
     c.run = [&](std::ostream& human, bool json) {
       if (!shard.empty()) cli::parse_shard(shard, fz.shard_index, fz.shard_count);
       fz.progress = &std::cerr;
