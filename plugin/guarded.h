@@ -38,7 +38,8 @@ inline constexpr size_t kGuardBytes = 4096;
 // request i, a stride gap) and the byte range. Only the writable elements are copied back.
 // A worker that dies (signal or exit) or does not answer within timeout_s is reported as a
 // std::runtime_error for that call (the worker is killed and reaped); the next call starts a new
-// one. The worker dies with this process (PR_SET_PDEATHSIG).
+// one. The worker dies with this process (PR_SET_PDEATHSIG: strictly, with the thread that
+// started it, so start guarded backends from a thread that lives as long as they are used).
 // The worker executable: $MLAV_PLUGIN_WORKER when set ("fork": none, fork without exec; a path
 // that is not executable: InvalidInput naming the variable), else the build tree's, else the
 // installed one (<libexecdir>/mlaverify/mlaverify-plugin-worker), else "" (fork without exec).

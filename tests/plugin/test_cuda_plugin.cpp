@@ -37,6 +37,12 @@ TEST(CudaPlugin, LoadsAndSaysWhyWithoutADevice) {
     const Support s = b->can_implement(batch.params());
     EXPECT_FALSE(s);
     EXPECT_NE(s.reason.find("CUDA"), std::string::npos) << s.reason;
+    // Guarded: the worker loads it and answers the same refusal (CUDA is touched only there).
+    GuardedPluginBackend g(parse_plugin_spec(std::string(MLAV_CUDA_PLUGIN) + "?guarded"));
+    EXPECT_EQ(g.name(), "plugin:cuda[guarded]");
+    const Support gs = g.can_implement(batch.params());
+    EXPECT_FALSE(gs);
+    EXPECT_EQ(gs.reason, s.reason);
     std::printf("[cuda plugin] no CUDA device (%s): loaded, and can_implement refuses with: %s\n",
                 dev.reason.c_str(), s.reason.c_str());
   }
