@@ -22,12 +22,31 @@
  * Outputs. For every real token t < T = qo_indptr[batch_size] and head h the plugin writes
  * o_lat[t, h, 0:512] and, if it declares MLAV_CAP_WRITES_LSE, lse[t, h] (natural log; -inf for a
  * row that sees no key). Rows of CUDA-graph padded requests (prefix 1 at slot 0) may hold anything.
- * Rows t >= T, up to max_total_q, and every element a stride skips must not be written: guarded
- * runs surround each output with a pattern and report any byte that changed.
+ * Rows t >= T, up to max_total_q, and every element a stride skips must not be written, nor lse
+ * at all by a plugin that does not declare MLAV_CAP_WRITES_LSE: guarded runs surround each output
+ * with a pattern and report any byte that changed.
  *
  * num_splits is a request, not a promise, unless the plugin declares MLAV_CAP_HONOURS_NUM_SPLITS.
  * One backend object serves many runs, one at a time, each with its own shapes and pointers:
  * nothing may be cached by pointer or by shape without checking both.
+ *
+ * Which pointers a call sees. can_implement and workspace_bytes get an mlav_params whose buffer
+ * pointers are all NULL: they decide from the shapes, strides, dtypes and formats alone (the
+ * buffers are staged for run only). run gets only the buffers the case uses, the others NULL: of
+ * kv_indices / kv_indices_i32 / block_table only the one kv_indexing names, k_extend only for
+ * MLAV_DRAFT_EXTEND_ROWS, mask_indptr only for MLAV_MASK_FULL and MLAV_MASK_FLASHINFER_PACKED, lse
+ * only when the caller wants it. workspace is NULL when workspace_bytes asked for 0. Staged
+ * buffers (every MLAV_MEMORY_CUDA buffer; every buffer of a guarded run) start 256-byte aligned.
+ *
+ * Guarded runs (`plugin:PATH.so?guarded&timeout=SECONDS`; `guarded` and `timeout=` are
+ * mlaverify's and are removed from the config the plugin gets). Every call is made in a worker
+ * process that mlaverify forks and that dlopens the plugin (so a CUDA plugin initializes CUDA
+ * only there); a crash (signal, exit) or a call that does not return within the time limit
+ * (default 60 s) is a failing case, shrunk and written as a scenario like any other, and the
+ * worker is started again for the next call. Every output and the workspace lie between guard
+ * regions of a pattern (plugin/guarded.h), and so does every byte of o_lat and lse the Outputs
+ * rule forbids; after the call any changed byte is reported with the buffer, the request or the
+ * side it lies on. Inputs of a host plugin are compared with the caller's copies too.
  *
  * Errors. Every entry point returns an mlav_status. On anything but MLAV_OK the plugin writes a
  * NUL-terminated message of at most err_size bytes into err (which may be NULL when err_size is 0).
@@ -46,6 +65,14 @@ extern "C" {
 #endif
 
 #define MLAV_ABI_VERSION 1u
+
+/* Marks a plugin's exported entry point (plugins build with hidden visibility):
+ *   extern "C" MLAV_EXPORT mlav_status mlav_plugin_open(...);  (C: without extern "C") */
+#if defined(_WIN32)
+#define MLAV_EXPORT __declspec(dllexport)
+#else
+#define MLAV_EXPORT __attribute__((visibility("default")))
+#endif
 
 typedef enum mlav_status {
   MLAV_OK = 0,
@@ -188,7 +215,8 @@ typedef struct mlav_backend {
   const char* name;
   int32_t memory; /* MLAV_MEMORY_* */
   int32_t reserved;
-  /* Fills what differs from the defaults already in *caps. */
+  /* Fills what differs from the defaults already in *caps. Called once, right after open; NULL
+   * means the defaults. */
   mlav_status (*capabilities)(void* self, mlav_capabilities* caps, char* err, size_t err_size);
   /* MLAV_OK when the plugin can run p; MLAV_UNSUPPORTED with the reason in why otherwise. */
   mlav_status (*can_implement)(void* self, const mlav_params* p, char* why, size_t why_size);
@@ -196,7 +224,8 @@ typedef struct mlav_backend {
   mlav_status (*workspace_bytes)(void* self, const mlav_params* p, uint64_t* bytes, char* err,
                                  size_t err_size);
   /* Runs one launch. A CUDA plugin enqueues on stream (a cudaStream_t; NULL is the legacy default
-   * stream) and may return before the work ends: the caller synchronizes the stream. */
+   * stream) and may return before the work ends: the caller synchronizes the stream. A host
+   * plugin gets stream NULL and returns when the outputs are written. */
   mlav_status (*run)(void* self, const mlav_params* p, void* workspace, uint64_t workspace_bytes,
                      void* stream, char* err, size_t err_size);
   /* Frees self. May be NULL. */
@@ -204,8 +233,10 @@ typedef struct mlav_backend {
 } mlav_backend;
 
 /* The one symbol a plugin exports. abi_version is the caller's MLAV_ABI_VERSION; config is the
- * text after '?' in `plugin:PATH.so?config` (empty if none). Fills *out (whose struct_size the
- * caller set) or returns an error with the reason in err. */
+ * text after '?' in `plugin:PATH.so?config` (empty if none; mlaverify's own items `guarded` and
+ * `timeout=` removed). Fills *out (whose struct_size the caller set: write at most that many
+ * bytes, and set struct_size to the size written) or returns an error with the reason in err.
+ * can_implement, workspace_bytes and run must be non-NULL. */
 typedef mlav_status (*mlav_plugin_open_fn)(uint32_t abi_version, const char* config,
                                            mlav_backend* out, char* err, size_t err_size);
 #define MLAV_PLUGIN_OPEN_SYMBOL "mlav_plugin_open"
