@@ -74,6 +74,15 @@ inline int64_t row_tiles(int32_t max_draft, int32_t num_heads) {
 // split saves). On the RTX PRO 6000 that is 188 SMs x 1.
 int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_draft,
                            int64_t typical_prefix_len, int sm_count, int blocks_per_sm = 1);
+// The balanced plan (split_plan.h, VerifyParams::plan_blocks): the blocks of the partial kernel
+// the current device holds at once (SM count x partial_blocks_per_sm(requested)), the value to
+// put in plan_blocks. A host call: before capture.
+int32_t plan_blocks(const char* requested);
+// A num_splits for the balanced plan: the most splits one request of max_prefix_len could take
+// (suggest_num_splits for a batch of one), so the longest request of any batch can spread over
+// the device; each request's own count comes from the plan on the device.
+int32_t balanced_split_cap(int32_t num_heads, int32_t max_draft, int64_t max_prefix_len,
+                           int32_t plan_blocks);
 // How many blocks of the partial kernel one SM of the current device holds at once
 // (cudaOccupancyMaxActiveBlocksPerMultiprocessor with its shared memory), for the variant
 // choose_variant picks with `requested` (MLAV_CUDA_KERNEL; for mma2 also MLAV_MMA2_RING and
@@ -139,8 +148,10 @@ class VerifyKernel {
   // Static checks only (dtypes, sizes, 16-byte alignment of strides and pointers): the metadata
   // lives on the device and is trusted here (CudaBackend validates host copies before staging).
   static Support can_implement(const VerifyParams& p);
-  // fp32 partials: (num_splits + 1) x max_total_q x H x (512 + 1).
+  // fp32 partials: (num_splits + 1) x max_total_q x H x (512 + 1); under the balanced plan
+  // (plan_blocks > 0) then, from plan_offset, the plan the planning kernel writes.
   static size_t workspace_bytes(const VerifyParams& p);
+  static size_t plan_offset(const VerifyParams& p);
 
   // Binds params, workspace (>= workspace_bytes, 16-byte aligned) and stream. Throws Unsupported
   // when can_implement says no. Sets the kernel's shared-memory attribute (a host call, so do it

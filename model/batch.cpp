@@ -328,6 +328,7 @@ VerifyParams VerifyBatch::params() {
   p.max_draft = max_draft_;
   p.max_total_q = metadata_.total_q();
   p.num_splits = spec_.num_splits;
+  p.plan_blocks = spec_.plan_blocks;
   p.sm_scale = static_cast<float>(spec_.sm_scale);
 
   p.q = q_.data();

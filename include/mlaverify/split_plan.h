@@ -85,6 +85,77 @@ MLAV_HD int32_t folded_nonempty_splits(int64_t prefix_len, int64_t draft_nodes,
   return static_cast<int32_t>(ceil_div(total, ceil_div(total, num_splits)));
 }
 
+// ---- The balanced plan (issue 13): splits by each request's real length ----
+// Under the uniform plan every request takes num_splits splits, so one long request beside short
+// ones runs on as few blocks as the short ones. The balanced plan (VerifyParams::plan_blocks > 0)
+// gives request i its own split count n_i <= num_splits from the lengths the metadata holds, one
+// chunk length C (tiles per split) for the whole batch: n_i = ceil(tiles_i / C), its splits as
+// even as whole tiles allow (split_range / folded_range with n_i). C is the smallest chunk
+// (>= kMinSplitTiles) whose "big" blocks fit one wave of plan_blocks resident blocks: a block
+// is big when its request has 2 * tiles_i >= C (each of its splits then holds >= C / 2 tiles);
+// smaller requests' blocks fill in as big ones finish, so they are not counted. With every
+// request alike this is the uniform plan of suggest_num_splits (n = floor(blocks / (bs * row
+// tiles)) evened out). The CUDA kernel computes the same function on the device (a one-block
+// planning kernel reading the metadata buffers, cuda/verify_plan.cu), so a captured graph
+// replays with new lengths correctly; the CPU backend computes it serially. Integer sums only:
+// any summation order gives the same plan.
+inline constexpr int64_t kMinSplitTiles = 4;
+// Upper bound on VerifyParams::plan_blocks (resident blocks of a device; validated).
+inline constexpr int32_t kMaxPlanBlocks = 1 << 20;
+
+// Key tiles request i's splits share: its prefix tiles, and its draft tiles when folded.
+MLAV_HD int64_t plan_tiles(int64_t prefix_len, int64_t draft_nodes, bool folded) {
+  return ceil_div(prefix_len, kKvTile) + (folded ? ceil_div(draft_nodes, kKvTile) : 0);
+}
+// Blocks of 64 (node, head) rows of a request (the kernels' M tile).
+MLAV_HD int64_t plan_row_tiles(int64_t draft_nodes, int32_t num_heads) {
+  return ceil_div(draft_nodes * num_heads, 64);
+}
+// Splits of a request with `tiles` tiles at chunk `chunk`, capped by `cap` (num_splits), counted
+// as the range functions fill them (all non-empty): 0 for a request without tiles.
+MLAV_HD int32_t planned_splits(int64_t tiles, int64_t chunk, int32_t cap) {
+  if (tiles <= 0) return 0;
+  int64_t n = ceil_div(tiles, chunk < 1 ? 1 : chunk);
+  if (n > cap) n = cap;
+  if (n < 1) n = 1;
+  return static_cast<int32_t>(ceil_div(tiles, ceil_div(tiles, n)));
+}
+// Big blocks of one request at chunk `chunk` (see above).
+MLAV_HD int64_t plan_big_blocks(int64_t tiles, int64_t row_tiles, int64_t chunk, int32_t cap) {
+  return 2 * tiles >= chunk ? row_tiles * planned_splits(tiles, chunk, cap) : 0;
+}
+// The chunk: binary search over [kMinSplitTiles, max(kMinSplitTiles, max_tiles)] with
+// big_blocks(c), the batch's sum of plan_big_blocks (non-increasing in c), against `blocks`.
+template <class BigBlocks>
+MLAV_HD int64_t plan_chunk(int64_t max_tiles, int64_t blocks, BigBlocks&& big_blocks) {
+  int64_t lo = kMinSplitTiles, hi = max_tiles > kMinSplitTiles ? max_tiles : kMinSplitTiles;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (big_blocks(mid) <= blocks)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+// Serial form (host: the CPU backend and tests): the chunk of a batch whose request i has
+// tiles_of(i) tiles and row_tiles_of(i) row tiles.
+template <class Tiles, class RowTiles>
+MLAV_HD int64_t plan_chunk_serial(int32_t batch_size, int32_t cap, int64_t blocks,
+                                  Tiles&& tiles_of, RowTiles&& row_tiles_of) {
+  int64_t max_tiles = 0;
+  for (int32_t i = 0; i < batch_size; ++i) {
+    const int64_t t = tiles_of(i);
+    if (t > max_tiles) max_tiles = t;
+  }
+  return plan_chunk(max_tiles, blocks, [&](int64_t c) {
+    int64_t big = 0;
+    for (int32_t i = 0; i < batch_size; ++i)
+      big += plan_big_blocks(tiles_of(i), row_tiles_of(i), c, cap);
+    return big;
+  });
+}
+
 // Partials per (token, head): splits 0..num_splits-1 over the prefix, then one more (index
 // num_splits) for the tree-masked draft block (unused, never read, under the folded plan). Each
 // partial is (o[512] fp32 normalized, lse fp32).

@@ -35,8 +35,10 @@ constexpr int32_t kMaxDraft = 24;
 constexpr int64_t kMaxTotalQ = int64_t{kBs} * kMaxDraft;
 constexpr int32_t kSplits = 3;
 
-// Batches of different real sizes, trees and prefix lengths, all padded to the captured kBs.
-std::vector<BatchSpec> replay_specs() {
+// Batches of different real sizes, trees and prefix lengths, all padded to the captured kBs;
+// plan_blocks > 0: under the balanced split plan (split_plan.h; planned on the device from each
+// replay's lengths), one request of each batch long (up to 5,000 tokens).
+std::vector<BatchSpec> replay_specs(int32_t plan_blocks = 0) {
   std::vector<BatchSpec> v;
   Rng rng(99);
   const int32_t real_sizes[] = {6, 2, 5, 1, 4};
@@ -44,11 +46,13 @@ std::vector<BatchSpec> replay_specs() {
     BatchSpec s;
     for (int32_t i = 0; i < real_sizes[n]; ++i) {
       const int32_t d = 1 + rng.below(kMaxDraft);
-      const int64_t p = rng.below(3) == 0 ? rng.below(3) : rng.below(700);  // P = 0, 1, 2 often
+      int64_t p = rng.below(3) == 0 ? rng.below(3) : rng.below(700);  // P = 0, 1, 2 often
+      if (plan_blocks > 0 && i == n % real_sizes[n]) p = 1000 + rng.below(4000);
       s.requests.push_back({random_tree(d, rng), p});
     }
     s.num_heads = kHeads;
     s.num_splits = kSplits;
+    s.plan_blocks = plan_blocks;
     s.graph_padded_bs = kBs;
     s.value_scale = 0.25;
     s.seed = 1000 + n;
@@ -57,10 +61,12 @@ std::vector<BatchSpec> replay_specs() {
   return v;
 }
 
-TEST(CudaGraph, CaptureOnceReplayWithNewContents) {
+class CudaGraph : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(CudaGraph, CaptureOnceReplayWithNewContents) {
   MLAV_SKIP_WITHOUT_DEVICE();
   std::vector<VerifyBatch> batches;
-  for (const BatchSpec& s : replay_specs()) batches.push_back(VerifyBatch::build(s));
+  for (const BatchSpec& s : replay_specs(GetParam())) batches.push_back(VerifyBatch::build(s));
   int64_t pool_cap = 0, idx_cap = 0, mask_cap = 0, slots_cap = 0;
   for (VerifyBatch& b : batches) {
     VerifyParams p = b.params();
@@ -82,6 +88,7 @@ TEST(CudaGraph, CaptureOnceReplayWithNewContents) {
   d.max_draft = kMaxDraft;
   d.max_total_q = kMaxTotalQ;
   d.num_splits = kSplits;
+  d.plan_blocks = GetParam();
   d.q = q.p;
   d.kv_pool = pool.p;
   d.pool_slots = slots_cap;
@@ -171,6 +178,13 @@ TEST(CudaGraph, CaptureOnceReplayWithNewContents) {
   CUDA_CHECK(cudaGraphDestroy(graph));
   CUDA_CHECK(cudaStreamDestroy(stream));
 }
+
+// The uniform plan, and the balanced plan for 10 resident blocks (few, so a long request
+// splits up to the cap of kSplits while the short ones keep one split).
+INSTANTIATE_TEST_SUITE_P(Plans, CudaGraph, ::testing::Values(0, 10),
+                         [](const ::testing::TestParamInfo<int32_t>& i) {
+                           return i.param == 0 ? std::string("uniform") : std::string("balanced");
+                         });
 
 }  // namespace
 }  // namespace mlaverify::cuda::testing
