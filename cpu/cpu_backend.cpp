@@ -489,10 +489,12 @@ void CpuBackend::run(const VerifyParams& p) {
     auto row_tiles_of = [&](int32_t i) {
       return plan_row_tiles(ctx.extents[i].draft_nodes, p.num_heads);
     };
-    const int64_t chunk =
+    const int32_t chunk =
         plan_chunk_serial(p.batch_size, p.num_splits, p.plan_blocks, tiles_of, row_tiles_of);
+    // A request without tiles plans 0 splits; its ranges are empty under any count, so it
+    // keeps 1 here (the range functions divide by the count).
     for (int32_t i = 0; i < p.batch_size; ++i)
-      ctx.splits[i] = planned_splits(tiles_of(i), chunk, p.num_splits);
+      ctx.splits[i] = std::max(1, planned_splits(tiles_of(i), chunk, p.num_splits));
   }
   // workspace_bytes is what a caller provisions from the static maxima; the CPU itself only
   // needs the partials of the T = qo_indptr[bs] real rows (a huge max_total_q must not allocate).

@@ -36,8 +36,8 @@ inline constexpr int kColsSm90 = 64;
 inline constexpr int kSm120SmemLimit = 101376;
 // The sm_90a wgmma kernel (cuda/verify_partial_wgmma.cu): three whole 64-key KV tiles (P of a
 // tile lives in its rope block), Q's rope block, three tiles' row factors and draft visibility,
-// 1 / l, 14 mbarriers. Q's latent columns live in registers.
-inline constexpr int kWgmmaSmemBytes = 232048;
+// 1 / l, 14 mbarriers, the balanced plan's unit. Q's latent columns live in registers.
+inline constexpr int kWgmmaSmemBytes = 232064;  // with the balanced plan's unit (16 B)
 inline constexpr int kHopperSmemLimit = 232448;
 static_assert(kWgmmaSmemBytes <= kHopperSmemLimit, "Hopper budget");
 static_assert(partial_smem_bytes(kStagesSm120, kColsSm120) <= kSm120SmemLimit, "sm_120 budget");

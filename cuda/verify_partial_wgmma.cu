@@ -92,7 +92,10 @@ constexpr int kOffVis = kOffInvL + 64 * 4;             // draft visibility, uint
 // mbarriers: tile landed [3], P written [3], buffer empty [3], S done [3]
 constexpr int kOffBar = kOffVis + kBufs * 64 * 8;
 // then Q staged and Q loaded (warpgroup 0's prologue: see math_warpgroup)
-constexpr int kUsed = kOffBar + (4 * kBufs + 2) * 8;
+// The balanced plan's unit of the block (request, row tile, split, its request's split count),
+// read from the plan once and kept here for block_work's later calls (block_work_first).
+constexpr int kOffUnit = kOffBar + (4 * kBufs + 2) * 8;
+constexpr int kUsed = kOffUnit + 4 * 4;
 static_assert(kUsed == kWgmmaSmemBytes, "verify_kernel.h: kWgmmaSmemBytes");
 static_assert(kRowDim == 576 && kLatentDim == 512, "9 column blocks, V = the 8 latent ones");
 // O's columns: warpgroup 0 (which also holds Q in registers) accumulates the first kCols0,
@@ -211,10 +214,25 @@ struct BlockWork {
   FoldedRange keys;
   int draft_tiles, num_tiles;
 };
-__device__ __forceinline__ BlockWork block_work(const PartialArgs& args) {
+extern __shared__ __align__(1024) unsigned char smem_wgmma[];
+// first: the kernel's first call, which reads the balanced plan's unit from global memory
+// (block_unit) and leaves it in shared memory (published by the kernel's first barrier); every
+// later call reads it there (a dependent L2 load per call cost ~10 us per launch).
+__device__ __forceinline__ BlockWork block_work(const PartialArgs& args, bool first = false) {
   const VerifyParams& p = args.p;
   BlockWork w;
-  const BlockUnit u = block_unit(args);
+  BlockUnit u;
+  int32_t n;
+  volatile int32_t* cache = reinterpret_cast<volatile int32_t*>(smem_wgmma + kOffUnit);
+  if (args.plan == nullptr || first) {
+    u = block_unit(args);
+    n = u.valid ? plan_splits(args, u.req) : 0;
+    if (args.plan != nullptr && threadIdx.x == 0)
+      cache[0] = u.req, cache[1] = u.row_tile, cache[2] = u.split, cache[3] = n;
+  } else {
+    u = {cache[0], cache[1], cache[2], true};
+    n = cache[3];
+  }
   w.req = u.req;
   w.split = u.split;
   w.e = request_extent(p, u.req);
@@ -222,7 +240,6 @@ __device__ __forceinline__ BlockWork block_work(const PartialArgs& args) {
   w.valid_rows = u.valid ? static_cast<int64_t>(w.e.draft_nodes) * p.num_heads : 0;
   w.row0 = static_cast<int64_t>(u.row_tile) * kRows;
   const int32_t split = u.split;
-  const int32_t n = plan_splits(args, u.req);
   if (args.folded) {
     w.keys = folded_range(w.e.prefix_len, w.e.draft_nodes, n, split);
   } else if (split == p.num_splits) {
@@ -238,7 +255,6 @@ __device__ __forceinline__ BlockWork block_work(const PartialArgs& args) {
 
 // Shared-memory addresses: the dynamic window's address is a link-time constant, so these cost
 // no registers.
-extern __shared__ __align__(1024) unsigned char smem_wgmma[];
 __device__ __forceinline__ uint32_t smem_base() { return smem_addr(smem_wgmma); }
 __device__ __forceinline__ uint32_t kv_buf(int b) { return smem_base() + kOffKv + b * kTileBytes; }
 __device__ __forceinline__ uint32_t bar_full(int b) { return smem_base() + kOffBar + 8 * b; }
@@ -884,7 +900,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
   // The merge kernel (a programmatic dependent launch) may be scheduled once every block has
   // started; its blocks wait for this grid's completion before reading anything it writes.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  const BlockWork w = block_work(args);
+  const BlockWork w = block_work(args, /*first=*/true);
   // A cluster shares its row tile, so it leaves here whole.
   if (w.row0 >= w.valid_rows) return;
   if (w.keys.empty()) {
@@ -903,7 +919,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
 
   // The swizzle pattern repeats every 1024 bytes, so every block must start on a 1024-byte
   // boundary. Without static shared memory the dynamic window starts at the block's shared
-  // base, which is 1024-aligned; there is no room left to align by hand (kUsed is within 400
+  // base, which is 1024-aligned; there is no room left to align by hand (kUsed is within 384
   // bytes of Hopper's 232,448), so a misaligned base stops the kernel loudly instead.
   if ((smem_base() & 1023u) != 0) __trap();
   const int tid = threadIdx.x;

@@ -90,47 +90,56 @@ MLAV_HD int32_t folded_nonempty_splits(int64_t prefix_len, int64_t draft_nodes,
 // ones runs on as few blocks as the short ones. The balanced plan (VerifyParams::plan_blocks > 0)
 // gives request i its own split count n_i <= num_splits from the lengths the metadata holds, one
 // chunk length C (tiles per split) for the whole batch: n_i = ceil(tiles_i / C), its splits as
-// even as whole tiles allow (split_range / folded_range with n_i). C is the smallest chunk
-// (>= kMinSplitTiles) whose "big" blocks fit one wave of plan_blocks resident blocks: a block
-// is big when its request has 2 * tiles_i >= C (each of its splits then holds >= C / 2 tiles);
-// smaller requests' blocks fill in as big ones finish, so they are not counted. With every
-// request alike this is the uniform plan of suggest_num_splits (n = floor(blocks / (bs * row
-// tiles)) evened out). The CUDA kernel computes the same function on the device (a one-block
-// planning kernel reading the metadata buffers, cuda/verify_plan.cu), so a captured graph
-// replays with new lengths correctly; the CPU backend computes it serially. Integer sums only:
-// any summation order gives the same plan.
-inline constexpr int64_t kMinSplitTiles = 4;
+// even as whole tiles allow (split_range / folded_range with n_i). Blocks are (row tile, split)
+// pairs; the batch's work W = sum of row_tiles_i * tiles_i. C is the smallest chunk >= max(
+// kMinSplitTiles, ceil(W / plan_blocks)) whose big blocks fit one wave of plan_blocks: a block is
+// big when its split holds >= 2/3 C tiles. Smaller blocks are not counted: taken largest first
+// (the planning kernel orders them so), they fill in as others finish. With every request alike
+// this is the uniform plan of suggest_num_splits evened out (tests/model/test_split_plan.cpp).
+// The CUDA kernel computes the same function on the device (a one-block planning kernel reading
+// the metadata buffers, cuda/verify_plan.cu), so a captured graph replays with new lengths
+// correctly; the CPU backend computes it serially. Integer arithmetic only (32-bit divisions:
+// tiles < 2^26, chunk <= tiles): any summation order gives the same plan.
+inline constexpr int32_t kMinSplitTiles = 4;
 // Upper bound on VerifyParams::plan_blocks (resident blocks of a device; validated).
 inline constexpr int32_t kMaxPlanBlocks = 1 << 20;
 
+MLAV_HD int32_t ceil_div32(int32_t a, int32_t b) { return (a + b - 1) / b; }
 // Key tiles request i's splits share: its prefix tiles, and its draft tiles when folded.
-MLAV_HD int64_t plan_tiles(int64_t prefix_len, int64_t draft_nodes, bool folded) {
-  return ceil_div(prefix_len, kKvTile) + (folded ? ceil_div(draft_nodes, kKvTile) : 0);
+MLAV_HD int32_t plan_tiles(int64_t prefix_len, int64_t draft_nodes, bool folded) {
+  return static_cast<int32_t>(ceil_div(prefix_len, kKvTile) +
+                              (folded ? ceil_div(draft_nodes, kKvTile) : 0));
 }
 // Blocks of 64 (node, head) rows of a request (the kernels' M tile).
-MLAV_HD int64_t plan_row_tiles(int64_t draft_nodes, int32_t num_heads) {
-  return ceil_div(draft_nodes * num_heads, 64);
+MLAV_HD int32_t plan_row_tiles(int64_t draft_nodes, int32_t num_heads) {
+  return static_cast<int32_t>(ceil_div(draft_nodes * num_heads, 64));
 }
-// Splits of a request with `tiles` tiles at chunk `chunk`, capped by `cap` (num_splits), counted
-// as the range functions fill them (all non-empty): 0 for a request without tiles.
-MLAV_HD int32_t planned_splits(int64_t tiles, int64_t chunk, int32_t cap) {
+// Splits of a request with `tiles` tiles at chunk `chunk` (>= 1), capped by `cap` (num_splits),
+// counted as the range functions fill them (all non-empty): 0 for a request without tiles.
+MLAV_HD int32_t planned_splits(int32_t tiles, int32_t chunk, int32_t cap) {
   if (tiles <= 0) return 0;
-  int64_t n = ceil_div(tiles, chunk < 1 ? 1 : chunk);
+  int32_t n = ceil_div32(tiles, chunk);
   if (n > cap) n = cap;
-  if (n < 1) n = 1;
-  return static_cast<int32_t>(ceil_div(tiles, ceil_div(tiles, n)));
+  return ceil_div32(tiles, ceil_div32(tiles, n));
 }
 // Big blocks of one request at chunk `chunk` (see above).
-MLAV_HD int64_t plan_big_blocks(int64_t tiles, int64_t row_tiles, int64_t chunk, int32_t cap) {
-  return 2 * tiles >= chunk ? row_tiles * planned_splits(tiles, chunk, cap) : 0;
+MLAV_HD int64_t plan_big_blocks(int32_t tiles, int32_t row_tiles, int32_t chunk, int32_t cap) {
+  const int32_t n = planned_splits(tiles, chunk, cap);
+  if (n == 0) return 0;
+  return 3 * int64_t{ceil_div32(tiles, n)} >= 2 * int64_t{chunk} ? int64_t{row_tiles} * n : 0;
 }
-// The chunk: binary search over [kMinSplitTiles, max(kMinSplitTiles, max_tiles)] with
-// big_blocks(c), the batch's sum of plan_big_blocks (non-increasing in c), against `blocks`.
+// The chunk: binary search over [max(kMinSplitTiles, ceil(work / blocks)), max(that,
+// max_tiles)] with big_blocks(c), the batch's sum of plan_big_blocks (non-increasing in c).
 template <class BigBlocks>
-MLAV_HD int64_t plan_chunk(int64_t max_tiles, int64_t blocks, BigBlocks&& big_blocks) {
-  int64_t lo = kMinSplitTiles, hi = max_tiles > kMinSplitTiles ? max_tiles : kMinSplitTiles;
+MLAV_HD int32_t plan_chunk(int64_t work, int32_t max_tiles, int32_t blocks,
+                           BigBlocks&& big_blocks) {
+  const int64_t even = ceil_div(work, blocks < 1 ? 1 : blocks);
+  int32_t lo = even > kMinSplitTiles ? static_cast<int32_t>(even < max_tiles ? even : max_tiles)
+                                     : kMinSplitTiles;
+  if (lo < kMinSplitTiles) lo = kMinSplitTiles;
+  int32_t hi = max_tiles > lo ? max_tiles : lo;
   while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
+    const int32_t mid = lo + (hi - lo) / 2;
     if (big_blocks(mid) <= blocks)
       hi = mid;
     else
@@ -141,14 +150,16 @@ MLAV_HD int64_t plan_chunk(int64_t max_tiles, int64_t blocks, BigBlocks&& big_bl
 // Serial form (host: the CPU backend and tests): the chunk of a batch whose request i has
 // tiles_of(i) tiles and row_tiles_of(i) row tiles.
 template <class Tiles, class RowTiles>
-MLAV_HD int64_t plan_chunk_serial(int32_t batch_size, int32_t cap, int64_t blocks,
+MLAV_HD int32_t plan_chunk_serial(int32_t batch_size, int32_t cap, int32_t blocks,
                                   Tiles&& tiles_of, RowTiles&& row_tiles_of) {
-  int64_t max_tiles = 0;
+  int32_t max_tiles = 0;
+  int64_t work = 0;
   for (int32_t i = 0; i < batch_size; ++i) {
-    const int64_t t = tiles_of(i);
+    const int32_t t = tiles_of(i);
     if (t > max_tiles) max_tiles = t;
+    work += int64_t{t} * row_tiles_of(i);
   }
-  return plan_chunk(max_tiles, blocks, [&](int64_t c) {
+  return plan_chunk(work, max_tiles, blocks, [&](int32_t c) {
     int64_t big = 0;
     for (int32_t i = 0; i < batch_size; ++i)
       big += plan_big_blocks(tiles_of(i), row_tiles_of(i), c, cap);

@@ -10,6 +10,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/verify_kernel.h"
+#include "mlaverify/split_plan.h"
 #include "model/batch.h"
 #include "tests/cuda/test_util.h"
 
@@ -161,6 +162,26 @@ TEST_P(CudaGraph, CaptureOnceReplayWithNewContents) {
       for (int k = 0; k < kLatentDim; ++k)
         ASSERT_EQ(bits[r * kLatentDim + k], b.o_lat()[r * kLatentDim + k].bits)
             << "batch " << n << " row " << r << " column " << k;
+    }
+    // Balanced plan: what the planning kernel wrote is split_plan.h's function of this batch's
+    // lengths, as the CPU backend computes it on the host (the chunk and every n_i).
+    if (GetParam() > 0) {
+      const VerifyParams hp = b.params();
+      std::vector<int32_t> head(2 + kBs);
+      CUDA_CHECK(cudaMemcpy(head.data(), static_cast<char*>(ws.p) + VerifyKernel::plan_offset(d),
+                            head.size() * 4, cudaMemcpyDeviceToHost));
+      auto tiles_of = [&](int32_t i) {
+        const RequestExtent e = request_extent(hp, i);
+        return plan_tiles(e.prefix_len, e.draft_nodes, kernel.folded());
+      };
+      auto rt_of = [&](int32_t i) {
+        return plan_row_tiles(hp.qo_indptr[i + 1] - hp.qo_indptr[i], kHeads);
+      };
+      const int32_t chunk = plan_chunk_serial(kBs, kSplits, GetParam(), tiles_of, rt_of);
+      EXPECT_EQ(head[1], chunk) << "batch " << n;
+      for (int32_t i = 0; i < kBs; ++i)
+        EXPECT_EQ(head[2 + i], planned_splits(tiles_of(i), chunk, kSplits))
+            << "batch " << n << " request " << i;
     }
     // Padded rows were written too and hold no NaN (slot 0 is finite).
     for (size_t k = 0; k < bits.size(); ++k)

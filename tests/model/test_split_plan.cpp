@@ -106,7 +106,7 @@ TEST(SplitPlan, PrefixSplitsCoverThePrefixOnceFromTheFront) {
 struct PlanReq {
   int64_t tiles, row_tiles;
 };
-int64_t chunk_of(const std::vector<PlanReq>& b, int32_t cap, int64_t blocks) {
+int64_t chunk_of(const std::vector<PlanReq>& b, int32_t cap, int32_t blocks) {
   return plan_chunk_serial(
       static_cast<int32_t>(b.size()), cap, blocks, [&](int32_t i) { return b[i].tiles; },
       [&](int32_t i) { return b[i].row_tiles; });
@@ -150,7 +150,8 @@ TEST(SplitPlan, BalancedPlanSpreadsTheLongRequest) {
   auto next = [&](int64_t n) { x = x * 6364136223846793005ull + 1442695040888963407ull;
                                return static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(n)); };
   for (int trial = 0; trial < 300; ++trial) {
-    const int64_t bs = 1 + next(40), blocks = 1 + next(300);
+    const int64_t bs = 1 + next(40);
+    const int32_t blocks = static_cast<int32_t>(1 + next(300));
     const int32_t cap = static_cast<int32_t>(1 + next(kMaxSplits));
     std::vector<PlanReq> r;
     int64_t row_tiles = 0;
@@ -170,10 +171,15 @@ TEST(SplitPlan, BalancedPlanSpreadsTheLongRequest) {
     }
     int64_t max_tiles = 0;
     for (const PlanReq& q : r) max_tiles = std::max(max_tiles, q.tiles);
-    if (c < std::max(max_tiles, kMinSplitTiles)) ASSERT_LE(big, blocks);
+    if (c < std::max<int64_t>(max_tiles, kMinSplitTiles)) {
+      ASSERT_LE(big, blocks);
+    }
     ASSERT_LE(units, blocks + row_tiles);
-    // The smallest such chunk: one tile less would not fit (unless at the minimum).
-    if (c > kMinSplitTiles) {
+    // The smallest such chunk: one tile less would not fit (unless at the lower bound, the
+    // minimum or the even share of the work).
+    int64_t work = 0;
+    for (const PlanReq& q : r) work += q.tiles * q.row_tiles;
+    if (c > std::max<int64_t>(kMinSplitTiles, ceil_div(work, blocks))) {
       int64_t big_less = 0;
       for (const PlanReq& q : r) big_less += plan_big_blocks(q.tiles, q.row_tiles, c - 1, cap);
       ASSERT_GT(big_less, blocks);
