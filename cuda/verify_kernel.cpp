@@ -149,7 +149,11 @@ int32_t plan_blocks(const char* requested) {
 
 int32_t balanced_split_cap(int32_t num_heads, int32_t max_draft, int64_t max_prefix_len,
                            int32_t plan_blocks) {
-  return suggest_num_splits(1, num_heads, max_draft, max_prefix_len, plan_blocks, 1);
+  const int64_t rt = std::max<int64_t>(1, row_tiles(max_draft, num_heads));
+  const int64_t by_len =
+      std::max<int64_t>(1, ceil_div(max_prefix_len, kKvTile) / kMinSplitTiles);
+  return static_cast<int32_t>(
+      std::clamp<int64_t>(plan_blocks / rt, 1, std::min<int64_t>(by_len, kMaxSplits)));
 }
 
 void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_st* stream) {

@@ -79,8 +79,9 @@ int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_dr
 // put in plan_blocks. A host call: before capture.
 int32_t plan_blocks(const char* requested);
 // A num_splits for the balanced plan: the most splits one request of max_prefix_len could take
-// (suggest_num_splits for a batch of one), so the longest request of any batch can spread over
-// the device; each request's own count comes from the plan on the device.
+// (plan_blocks over its row tiles, splits of at least kMinSplitTiles, at most kMaxSplits), so
+// the longest request of any batch can spread over the device; each request's own count comes
+// from the plan on the device.
 int32_t balanced_split_cap(int32_t num_heads, int32_t max_draft, int64_t max_prefix_len,
                            int32_t plan_blocks);
 // How many blocks of the partial kernel one SM of the current device holds at once

@@ -100,7 +100,9 @@ MLAV_HD int32_t folded_nonempty_splits(int64_t prefix_len, int64_t draft_nodes,
 // the metadata buffers, cuda/verify_plan.cu), so a captured graph replays with new lengths
 // correctly; the CPU backend computes it serially. Integer arithmetic only (32-bit divisions:
 // tiles < 2^26, chunk <= tiles): any summation order gives the same plan.
-inline constexpr int32_t kMinSplitTiles = 4;
+// Shortest split the balanced plan makes. 2, not the uniform rule's 4 (suggest_num_splits): a
+// long request beside short ones has the machine to itself (mix-p0-p1-p4097, cuda/NOTES.md v17).
+inline constexpr int32_t kMinSplitTiles = 2;
 // Upper bound on VerifyParams::plan_blocks (resident blocks of a device; validated).
 inline constexpr int32_t kMaxPlanBlocks = 1 << 20;
 
