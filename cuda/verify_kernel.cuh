@@ -308,25 +308,18 @@ struct BlockUnit {
   int32_t req, row_tile, split;
   bool valid;
 };
-// empty_first: the grid's surplus blocks are its first ones (block b takes unit b - (grid -
-// count)), so they leave before any real block starts; for a kernel whose blocks trigger their
-// dependents (the wgmma kernel and its merge), whose merge blocks, once launched, would otherwise
-// take the SMs the surplus blocks still need (232 KB of shared memory each). Otherwise the
-// surplus is the last blocks, which run on SMs the real blocks leave free.
-__device__ __forceinline__ BlockUnit block_unit(const PartialArgs& args, bool empty_first = false) {
+__device__ __forceinline__ BlockUnit block_unit(const PartialArgs& args) {
   if (args.plan == nullptr)
     return {static_cast<int32_t>(blockIdx.y), static_cast<int32_t>(blockIdx.x),
             static_cast<int32_t>(blockIdx.z), true};
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
   const int32_t count = __ldcg(args.plan);
-  const int32_t b = empty_first ? static_cast<int32_t>(blockIdx.x) -
-                                      (static_cast<int32_t>(gridDim.x) - count)
-                                : static_cast<int32_t>(blockIdx.x);
-  if (b < 0 || b >= count) return {0, 0, 0, false};
-  const uint2 u =
-      __ldcg(reinterpret_cast<const uint2*>(args.plan + plan_units_word(args.p.batch_size)) + b);
+  // Within the buffer for every block of the grid (plan_max_units), so loaded beside the count.
+  const uint2 u = __ldcg(reinterpret_cast<const uint2*>(args.plan +
+                                                         plan_units_word(args.p.batch_size)) +
+                         blockIdx.x);
   return {static_cast<int32_t>(u.x), static_cast<int32_t>(u.y & 0xffffu),
-          static_cast<int32_t>(u.y >> 16), true};
+          static_cast<int32_t>(u.y >> 16), static_cast<int32_t>(blockIdx.x) < count};
 }
 // The block's unit once more, where it is needed again after the main loop has started: in the
 // uniform plan the block index (a special register, re-read for free); in the balanced plan a

@@ -225,7 +225,7 @@ __device__ __forceinline__ BlockWork block_work(const PartialArgs& args, bool fi
   int32_t n;
   volatile int32_t* cache = reinterpret_cast<volatile int32_t*>(smem_wgmma + kOffUnit);
   if (args.plan == nullptr || first) {
-    u = block_unit(args, /*empty_first=*/true);
+    u = block_unit(args);
     n = u.valid ? plan_splits(args, u.req) : 0;
     if (args.plan != nullptr && threadIdx.x == 0)
       cache[0] = u.req, cache[1] = u.row_tile, cache[2] = u.split, cache[3] = n;
