@@ -91,9 +91,9 @@ MLAV_HD int32_t folded_nonempty_splits(int64_t prefix_len, int64_t draft_nodes,
 // gives request i its own split count n_i <= num_splits from the lengths the metadata holds, one
 // chunk length C (tiles per split) for the whole batch: n_i = ceil(tiles_i / C), its splits as
 // even as whole tiles allow (split_range / folded_range with n_i). Blocks are (row tile, split)
-// pairs; the batch's work W = sum of row_tiles_i * tiles_i. C is the smallest chunk >= max(
-// kMinSplitTiles, ceil(W / plan_blocks)) whose big blocks fit one wave of plan_blocks: a block is
-// big when its split holds >= 2/3 C tiles. Smaller blocks are not counted: taken largest first
+// pairs; the batch's work W = sum of row_tiles_i * tiles_i. C is the chunk >= max(
+// kMinSplitTiles, ceil(W / plan_blocks)) that a binary search finds with its big blocks fitting
+// one wave of plan_blocks (plan_chunk): a block is big when its split holds >= 2/3 C tiles. Smaller blocks are not counted: taken largest first
 // (the planning kernel orders them so), they fill in as others finish. With every request alike
 // this is the uniform plan of suggest_num_splits evened out (tests/model/test_split_plan.cpp).
 // The CUDA kernel computes the same function on the device (a one-block planning kernel reading
@@ -131,7 +131,11 @@ MLAV_HD int64_t plan_big_blocks(int32_t tiles, int32_t row_tiles, int32_t chunk,
   return 3 * int64_t{ceil_div32(tiles, n)} >= 2 * int64_t{chunk} ? int64_t{row_tiles} * n : 0;
 }
 // The chunk: binary search over [max(kMinSplitTiles, ceil(work / blocks)), max(that,
-// max_tiles)] with big_blocks(c), the batch's sum of plan_big_blocks (non-increasing in c).
+// max_tiles)] with big_blocks(c), the batch's sum of plan_big_blocks. That sum is not monotone
+// in c (a request's blocks stop counting as big when c passes 3/2 of their size, and count
+// again when its split count steps down), so the search finds a chunk whose big blocks fit, not
+// always the smallest; at the top of the range every request has one split (prefix units <= the
+// batch's row tiles). The same search on the CPU and the GPU: the same chunk.
 template <class BigBlocks>
 MLAV_HD int32_t plan_chunk(int64_t work, int32_t max_tiles, int32_t blocks,
                            BigBlocks&& big_blocks) {
