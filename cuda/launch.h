@@ -27,6 +27,10 @@ struct PartialArgs {
   // (launch_plan) writes and the partial and merge kernels read (plan_* below); null for the
   // uniform plan, whose block of grid (row tile, request, split) is its own work.
   int32_t* plan = nullptr;
+  // Whether the partial kernel is launched as the planning kernel's programmatic dependent (its
+  // blocks start while the plan is written); MLAV_PLAN_PDL=0 launches it in stream order
+  // (an experiment, cuda/NOTES.md v17).
+  bool plan_pdl = true;
 };
 
 // The balanced plan's buffer, int32 words: [0] the number of work units, [1] the chunk (tiles

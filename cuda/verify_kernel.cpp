@@ -226,6 +226,8 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   // with the merge kernel (MLAV_MERGE=cluster is Unsupported there, like any impossible merge).
   cluster_merge_ = choose_cluster_merge(std::getenv("MLAV_MERGE"), folded_ && p.plan_blocks == 0,
                                         p.num_splits, clusters, blocks, sms);
+  const char* pdl = std::getenv("MLAV_PLAN_PDL");
+  plan_pdl_ = !(pdl && std::string(pdl) == "0");
   params_ = p;
   workspace_ = workspace;
   stream_ = stream;
@@ -244,6 +246,7 @@ void VerifyKernel::run() {
   args.cluster_merge = cluster_merge_;
   if (params_.plan_blocks > 0) {
     args.plan = reinterpret_cast<int32_t*>(static_cast<char*>(workspace_) + plan_offset(params_));
+    args.plan_pdl = plan_pdl_;
     detail::launch_plan(args, stream_);
   }
 #ifdef MLAV_HAVE_SM90_VARIANT

@@ -356,7 +356,7 @@ inline cudaError_t launch_partial_kernel(void (*kernel)(const PartialArgs), cons
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attr;
-  config.numAttrs = args.plan != nullptr ? 1 : 0;
+  config.numAttrs = args.plan != nullptr && args.plan_pdl ? 1 : 0;
   return cudaLaunchKernelEx(&config, kernel, args);
 }
 

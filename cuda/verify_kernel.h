@@ -182,6 +182,7 @@ class VerifyKernel {
   bool cluster_merge_ = false;
   int mma2_ring_ = 2;
   int mma2_l1_ = 0;
+  bool plan_pdl_ = true;  // MLAV_PLAN_PDL (default 1): the partial kernel as the plan's dependent
   bool initialized_ = false;
 };
 
