@@ -91,6 +91,7 @@ struct RunContext {
   bool folded;       // CpuOptions::folded
   int32_t partials;  // num_splits, plus the draft's own partial unless folded
   std::vector<RequestExtent> extents;               // [bs]
+  std::vector<int32_t> splits;  // [bs] each request's split count: num_splits, or the balanced plan's
   std::vector<std::vector<uint8_t>> draft_visible;  // [bs][D_i * D_i]: query t sees column j
   float* workspace;                                 // [num_partials, T, H, 513]
   int64_t tokens;                                   // T = qo_indptr[bs]
@@ -185,14 +186,14 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
   bool empty_split = false;
   if (ctx.folded) {
     const FoldedRange range =
-        folded_range(e.prefix_len, e.draft_nodes, p.num_splits, item.partial);
+        folded_range(e.prefix_len, e.draft_nodes, ctx.splits[item.request], item.partial);
     segments[num_segments++] = {true, range.draft_begin, range.draft_end};
     segments[num_segments++] = {false, range.prefix_begin, range.prefix_end};
     empty_split = range.empty();
   } else if (item.partial == p.num_splits) {
     segments[num_segments++] = {true, 0, e.draft_nodes};
   } else {
-    const SplitRange range = split_range(e.prefix_len, p.num_splits, item.partial);
+    const SplitRange range = split_range(e.prefix_len, ctx.splits[item.request], item.partial);
     segments[num_segments++] = {false, range.begin, range.end};
     empty_split = range.empty();
   }
@@ -488,6 +489,23 @@ void CpuBackend::run(const VerifyParams& given) {
   for (int32_t i = 0; i < p.batch_size; ++i) {
     ctx.extents[i] = request_extent(p, i);
     ctx.draft_visible[i] = decode_draft_block(p, i, options_.fault);
+  }
+  // The split plan (split_plan.h), as the CUDA kernel plans it on the device: uniform, or
+  // balanced by each request's real length (plan_blocks > 0).
+  ctx.splits.assign(p.batch_size, p.num_splits);
+  if (p.plan_blocks > 0) {
+    auto tiles_of = [&](int32_t i) {
+      return plan_tiles(ctx.extents[i].prefix_len, ctx.extents[i].draft_nodes, ctx.folded);
+    };
+    auto row_tiles_of = [&](int32_t i) {
+      return plan_row_tiles(ctx.extents[i].draft_nodes, p.num_heads);
+    };
+    const int32_t chunk =
+        plan_chunk_serial(p.batch_size, p.num_splits, p.plan_blocks, tiles_of, row_tiles_of);
+    // A request without tiles plans 0 splits; its ranges are empty under any count, so it
+    // keeps 1 here (the range functions divide by the count).
+    for (int32_t i = 0; i < p.batch_size; ++i)
+      ctx.splits[i] = std::max(1, planned_splits(tiles_of(i), chunk, p.num_splits));
   }
   // workspace_bytes is what a caller provisions from the static maxima; the CPU itself only
   // needs the partials of the T = qo_indptr[bs] real rows (a huge max_total_q must not allocate).

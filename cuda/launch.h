@@ -23,7 +23,34 @@ struct PartialArgs {
   // block cluster and merge their partials through distributed shared memory themselves
   // (ws_o / ws_lse unused, no merge launch). launch_partial_wgmma launches the clusters.
   bool cluster_merge = false;
+  // The balanced plan (split_plan.h, p.plan_blocks > 0): the buffer the planning kernel
+  // (launch_plan) writes and the partial and merge kernels read (plan_* below); null for the
+  // uniform plan, whose block of grid (row tile, request, split) is its own work.
+  int32_t* plan = nullptr;
+  // Whether the partial kernel is launched as the planning kernel's programmatic dependent (its
+  // blocks start while the plan is written); MLAV_PLAN_PDL=0 launches it in stream order
+  // (an experiment, cuda/NOTES.md v17).
+  bool plan_pdl = true;
 };
+
+// The balanced plan's buffer, int32 words: [0] the number of work units, [1] the chunk (tiles
+// per split), [2, 2 + bs) each request's split count n_i, then from word plan_units_word(bs) one
+// uint2 per unit: x = request, y = row tile | split << 16 (split == num_splits: the draft block
+// of the unfolded plan), in the order the partial kernel's blocks take them (big units first).
+// Units at most: plan_blocks big prefix blocks, one prefix block per row tile of each request
+// too small to count, and one draft block per row tile.
+MLAV_HD int64_t plan_units_word(int32_t batch_size) { return (2 + int64_t{batch_size} + 1) / 2 * 2; }
+MLAV_HD int64_t plan_max_units(const VerifyParams& p) {
+  const int64_t rt = (int64_t{p.max_draft} * p.num_heads + 63) / 64;
+  return int64_t{p.plan_blocks} + 2 * int64_t{p.batch_size} * rt;
+}
+inline size_t plan_bytes(const VerifyParams& p) {
+  return p.plan_blocks > 0
+             ? static_cast<size_t>(plan_units_word(p.batch_size) + 2 * plan_max_units(p)) * 4
+             : 0;
+}
+// Enqueue the planning kernel (one block; the partial kernel launched after it waits for it).
+void launch_plan(const PartialArgs& args, CUstream_st* stream);
 
 // Raise the dynamic shared-memory limit of the partial kernel (host call; before capture). The
 // sm_120-sized kernel has a ring of 2 chunk buffers (and P) or 3 (P in the ring), each plain

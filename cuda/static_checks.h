@@ -28,6 +28,9 @@ inline Support check_static(const VerifyParams& p, bool check_pointers) {
     return Support::no("max_draft " + std::to_string(p.max_draft) + " outside [1, 1024]");
   if (p.num_splits < 1 || p.num_splits > kMaxSplits)
     return Support::no("num_splits " + std::to_string(p.num_splits) + " outside [1, 64]");
+  if (p.plan_blocks < 0 || p.plan_blocks > kMaxPlanBlocks)
+    return Support::no("plan_blocks " + std::to_string(p.plan_blocks) + " outside [0, " +
+                       std::to_string(kMaxPlanBlocks) + "]");
   if (p.max_total_q < 1 || p.max_total_q * p.num_heads > (int64_t{1} << 31) - 1)
     return Support::no("max_total_q * num_heads must be in [1, 2^31) (merge grid)");
   if (p.q_dtype != DType::BF16)

@@ -130,8 +130,30 @@ Support VerifyKernel::can_implement(const VerifyParams& p) {
 
 size_t VerifyKernel::workspace_bytes(const VerifyParams& p) {
   if (p.num_splits < 1 || p.max_total_q < 0 || p.num_heads < 1) return 0;
+  return plan_offset(p) + detail::plan_bytes(p);
+}
+
+size_t VerifyKernel::plan_offset(const VerifyParams& p) {
   const size_t rows = static_cast<size_t>(p.max_total_q) * static_cast<size_t>(p.num_heads);
-  return static_cast<size_t>(num_partials(p.num_splits)) * rows * (kLatentDim + 1) * sizeof(float);
+  const size_t partials =
+      static_cast<size_t>(num_partials(p.num_splits)) * rows * (kLatentDim + 1) * sizeof(float);
+  return p.plan_blocks > 0 ? (partials + 15) / 16 * 16 : partials;
+}
+
+int32_t plan_blocks(const char* requested) {
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms * std::max(1, partial_blocks_per_sm(requested));
+}
+
+int32_t balanced_split_cap(int32_t num_heads, int32_t max_draft, int64_t max_prefix_len,
+                           int32_t plan_blocks) {
+  const int64_t rt = std::max<int64_t>(1, row_tiles(max_draft, num_heads));
+  const int64_t by_len =
+      std::max<int64_t>(1, ceil_div(max_prefix_len, kKvTile) / kMinSplitTiles);
+  return static_cast<int32_t>(
+      std::clamp<int64_t>(plan_blocks / rt, 1, std::min<int64_t>(by_len, kMaxSplits)));
 }
 
 void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_st* stream) {
@@ -179,9 +201,17 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   }
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  // Under the balanced plan num_splits is only a cap: the draft-plan rule sees the split count
+  // that plan gives a batch of equal requests (plan_blocks over the batch's row tiles).
+  const int64_t batch_row_tiles =
+      std::max<int64_t>(1, int64_t{p.batch_size} * row_tiles(p.max_draft, p.num_heads));
+  const int32_t splits_for_rule =
+      p.plan_blocks > 0
+          ? static_cast<int32_t>(std::clamp<int64_t>(p.plan_blocks / batch_row_tiles, 1, p.num_splits))
+          : p.num_splits;
   folded_ = variant_ == KernelVariant::Wgmma &&
             choose_folded(std::getenv("MLAV_DRAFT_PLAN"), p.batch_size, p.num_heads, p.max_draft,
-                          p.num_splits, sms);
+                          splits_for_rule, sms);
   // Clusters exist only for the wgmma kernel's folded plan; for the others choose_cluster_merge
   // still rejects MLAV_MERGE=cluster (or a misspelling) loudly.
   int clusters = 0;
@@ -192,8 +222,12 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
     blocks = int64_t{p.batch_size} * row_tiles(p.max_draft, p.num_heads) * p.num_splits;
   }
 #endif
-  cluster_merge_ =
-      choose_cluster_merge(std::getenv("MLAV_MERGE"), folded_, p.num_splits, clusters, blocks, sms);
+  // The balanced plan's blocks take their units from a list, not a cluster's shape: it merges
+  // with the merge kernel (MLAV_MERGE=cluster is Unsupported there, like any impossible merge).
+  cluster_merge_ = choose_cluster_merge(std::getenv("MLAV_MERGE"), folded_ && p.plan_blocks == 0,
+                                        p.num_splits, clusters, blocks, sms);
+  const char* pdl = std::getenv("MLAV_PLAN_PDL");
+  plan_pdl_ = !(pdl && std::string(pdl) == "0");
   params_ = p;
   workspace_ = workspace;
   stream_ = stream;
@@ -210,6 +244,11 @@ void VerifyKernel::run() {
       args.ws_o + static_cast<size_t>(num_partials(params_.num_splits)) * rows * kLatentDim;
   args.folded = folded_;
   args.cluster_merge = cluster_merge_;
+  if (params_.plan_blocks > 0) {
+    args.plan = reinterpret_cast<int32_t*>(static_cast<char*>(workspace_) + plan_offset(params_));
+    args.plan_pdl = plan_pdl_;
+    detail::launch_plan(args, stream_);
+  }
 #ifdef MLAV_HAVE_SM90_VARIANT
   if (variant_ == KernelVariant::Wgmma) detail::launch_partial_wgmma(args, stream_);
   if (variant_ == KernelVariant::Mma6) detail::launch_partial_stages6(args, stream_);

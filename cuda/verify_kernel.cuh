@@ -297,6 +297,69 @@ __device__ __forceinline__ void merge_store_lse(const VerifyParams& p, int64_t t
   p.lse[token * p.num_heads + head] = big_m == -INFINITY ? -INFINITY : big_m + logf(wsum);
 }
 
+// ---------------------------------------------------------------------------------------------
+// The block's work (split_plan.h). Uniform plan (args.plan null): grid (row tile, request,
+// split), split == num_splits the draft block. Balanced plan: grid.x is plan_max_units, block b
+// takes unit b of the list the planning kernel wrote (launch_plan; the partial kernel is its
+// programmatic dependent, so it waits here for the plan) or exits when b is past the count.
+// The plan is read through L2 (__ldcg), never the read-only path: the kernel before wrote it.
+// ---------------------------------------------------------------------------------------------
+struct BlockUnit {
+  int32_t req, row_tile, split;
+  bool valid;
+};
+__device__ __forceinline__ BlockUnit block_unit(const PartialArgs& args) {
+  if (args.plan == nullptr)
+    return {static_cast<int32_t>(blockIdx.y), static_cast<int32_t>(blockIdx.x),
+            static_cast<int32_t>(blockIdx.z), true};
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  const int32_t count = __ldcg(args.plan);
+  // Within the buffer for every block of the grid (plan_max_units), so loaded beside the count.
+  const uint2 u = __ldcg(reinterpret_cast<const uint2*>(args.plan +
+                                                         plan_units_word(args.p.batch_size)) +
+                         blockIdx.x);
+  return {static_cast<int32_t>(u.x), static_cast<int32_t>(u.y & 0xffffu),
+          static_cast<int32_t>(u.y >> 16), static_cast<int32_t>(blockIdx.x) < count};
+}
+// The block's unit once more, where it is needed again after the main loop has started: in the
+// uniform plan the block index (a special register, re-read for free); in the balanced plan a
+// load the compiler may not keep in a register across the loop (asm volatile), so the unit costs
+// the 255-register kernels no live registers (keeping it live spilled the L1-staged ring).
+__device__ __forceinline__ BlockUnit unit_again(const PartialArgs& args) {
+  if (args.plan == nullptr)
+    return {static_cast<int32_t>(blockIdx.y), static_cast<int32_t>(blockIdx.x),
+            static_cast<int32_t>(blockIdx.z), true};
+  const uint32_t* at = reinterpret_cast<const uint32_t*>(args.plan + plan_units_word(args.p.batch_size)) + 2 * blockIdx.x;
+  uint32_t x, y;
+  asm volatile("ld.global.cg.v2.u32 {%0, %1}, [%2];\n" : "=r"(x), "=r"(y) : "l"(at));
+  return {static_cast<int32_t>(x), static_cast<int32_t>(y & 0xffffu), static_cast<int32_t>(y >> 16),
+          true};
+}
+// Splits of request `req` (non-empty, filled from the front): n_i of the balanced plan, or
+// num_splits under the uniform plan (whose range functions take num_splits).
+__device__ __forceinline__ int32_t plan_splits(const PartialArgs& args, int32_t req) {
+  return args.plan != nullptr ? __ldcg(args.plan + 2 + req) : args.p.num_splits;
+}
+
+// Enqueues a partial kernel: the uniform plan's grid `uniform_grid`, or, under the balanced plan,
+// plan_max_units blocks along x launched as a programmatic dependent of the planning kernel
+// (its blocks start while the plan is written and wait for it in block_unit).
+inline cudaError_t launch_partial_kernel(void (*kernel)(const PartialArgs), const PartialArgs& args,
+                                         dim3 uniform_grid, int smem, cudaStream_t stream) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = args.plan != nullptr ? dim3(static_cast<unsigned>(plan_max_units(args.p)))
+                                        : uniform_grid;
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(smem);
+  config.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attr;
+  config.numAttrs = args.plan != nullptr && args.plan_pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&config, kernel, args);
+}
+
 #ifdef MLAV_MMA_TRACE
 // Timing-only builds of the mma.sync kernels (never the kernel; without the flag nothing below
 // or in the kernel changes): thread 0 of every block adds up clock64() cycles per phase over its
@@ -348,18 +411,21 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const VerifyParams& p = args.p;
   // Split outermost: blocks are scheduled x, then y, then z, so every request's prefix blocks go
   // first and the short draft blocks (z == num_splits) fill the tail as prefix blocks finish.
-  const int32_t req = blockIdx.y;
-  const int32_t split = blockIdx.z;
+  // Balanced plan: the block's unit from the planning kernel's list (block_unit).
+  const BlockUnit unit = block_unit(args);
+  if (!unit.valid) return;
+  const int32_t req = unit.req;
+  const int32_t split = unit.split;
   const bool is_draft = split == p.num_splits;
   const RequestExtent e = request_extent(p, req);
   const int32_t H = p.num_heads;
   const int64_t valid_rows = static_cast<int64_t>(e.draft_nodes) * H;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
+  int64_t row0 = static_cast<int64_t>(unit.row_tile) * kRows;  // re-read after the loop
   if (row0 >= valid_rows) return;  // static grid sized from max_draft: no work for this tile
 
   int64_t key_begin = 0, key_end = e.draft_nodes;
   if (!is_draft) {
-    SplitRange r = split_range(e.prefix_len, p.num_splits, split);
+    SplitRange r = split_range(e.prefix_len, plan_splits(args, req), split);
     if (r.empty()) return;  // the merge skips empty splits by the same split_range
     key_begin = r.begin;
     key_end = r.end;
@@ -584,11 +650,12 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     // OR their parts together. Written here, read after the S pass (at least 9 barriers later).
     if (is_draft) {
       const int r = tid >> 2, quarter = tid & 3;
-      const int64_t row = row0 + r;
+      const BlockUnit u = unit_again(args);
+      const int64_t row = static_cast<int64_t>(u.row_tile) * kRows + r;
       uint64_t bits = 0;
       // 4 reads in flight: fully unrolled, the 16 loads spill the 6-stage variant.
       if (row < valid_rows)
-        bits = mask_row(p, req, e, static_cast<int32_t>(row / H))
+        bits = mask_row(p, u.req, e, static_cast<int32_t>(row / H))
                    .bits<16, 4>(tile_key0 + quarter * 16, key_end)
                << (quarter * 16);
       bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
@@ -777,7 +844,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   cp_async_wait<0>();
 
   // ---- write the normalized partial (split_plan.h numerics 3) ----
-  const int64_t partial = split;
+  const BlockUnit unit_end = unit_again(args);
+  const int64_t partial = unit_end.split;
+  row0 = static_cast<int64_t>(unit_end.row_tile) * kRows;
   const int64_t rows_total = p.max_total_q * H;
   // The S layout owns l and m: lse from there, 1 / l to the PV layout through smem.
   if (half == 0 && (lane & 3) == 0) {

@@ -36,8 +36,8 @@ inline constexpr int kColsSm90 = 64;
 inline constexpr int kSm120SmemLimit = 101376;
 // The sm_90a wgmma kernel (cuda/verify_partial_wgmma.cu): three whole 64-key KV tiles (P of a
 // tile lives in its rope block), Q's rope block, three tiles' row factors and draft visibility,
-// 1 / l, 14 mbarriers. Q's latent columns live in registers.
-inline constexpr int kWgmmaSmemBytes = 232048;
+// 1 / l, 14 mbarriers, the balanced plan's unit. Q's latent columns live in registers.
+inline constexpr int kWgmmaSmemBytes = 232064;  // with the balanced plan's unit (16 B)
 inline constexpr int kHopperSmemLimit = 232448;
 static_assert(kWgmmaSmemBytes <= kHopperSmemLimit, "Hopper budget");
 static_assert(partial_smem_bytes(kStagesSm120, kColsSm120) <= kSm120SmemLimit, "sm_120 budget");
@@ -74,6 +74,16 @@ inline int64_t row_tiles(int32_t max_draft, int32_t num_heads) {
 // split saves). On the RTX PRO 6000 that is 188 SMs x 1.
 int32_t suggest_num_splits(int32_t batch_size, int32_t num_heads, int32_t max_draft,
                            int64_t typical_prefix_len, int sm_count, int blocks_per_sm = 1);
+// The balanced plan (split_plan.h, VerifyParams::plan_blocks): the blocks of the partial kernel
+// the current device holds at once (SM count x partial_blocks_per_sm(requested)), the value to
+// put in plan_blocks. A host call: before capture.
+int32_t plan_blocks(const char* requested);
+// A num_splits for the balanced plan: the most splits one request of max_prefix_len could take
+// (plan_blocks over its row tiles, splits of at least kMinSplitTiles, at most kMaxSplits), so
+// the longest request of any batch can spread over the device; each request's own count comes
+// from the plan on the device.
+int32_t balanced_split_cap(int32_t num_heads, int32_t max_draft, int64_t max_prefix_len,
+                           int32_t plan_blocks);
 // How many blocks of the partial kernel one SM of the current device holds at once
 // (cudaOccupancyMaxActiveBlocksPerMultiprocessor with its shared memory), for the variant
 // choose_variant picks with `requested` (MLAV_CUDA_KERNEL; for mma2 also MLAV_MMA2_RING and
@@ -139,8 +149,10 @@ class VerifyKernel {
   // Static checks only (dtypes, sizes, 16-byte alignment of strides and pointers): the metadata
   // lives on the device and is trusted here (CudaBackend validates host copies before staging).
   static Support can_implement(const VerifyParams& p);
-  // fp32 partials: (num_splits + 1) x max_total_q x H x (512 + 1).
+  // fp32 partials: (num_splits + 1) x max_total_q x H x (512 + 1); under the balanced plan
+  // (plan_blocks > 0) then, from plan_offset, the plan the planning kernel writes.
   static size_t workspace_bytes(const VerifyParams& p);
+  static size_t plan_offset(const VerifyParams& p);
 
   // Binds params, workspace (>= workspace_bytes, 16-byte aligned) and stream. Throws Unsupported
   // when can_implement says no. Sets the kernel's shared-memory attribute (a host call, so do it
@@ -170,6 +182,7 @@ class VerifyKernel {
   bool cluster_merge_ = false;
   int mma2_ring_ = 2;
   int mma2_l1_ = 0;
+  bool plan_pdl_ = true;  // MLAV_PLAN_PDL (default 1): the partial kernel as the plan's dependent
   bool initialized_ = false;
 };
 

@@ -100,9 +100,12 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
   // Partials that hold data: the non-empty splits (by the same split_range or folded_range as
   // the partial kernel, which fill splits from the front, so no unwritten workspace is ever read)
   // and, unless folded, the draft block's; lse = -inf ones are skipped.
-  const int32_t front = args.folded
-                            ? folded_nonempty_splits(e.prefix_len, e.draft_nodes, p.num_splits)
-                            : nonempty_splits(e.prefix_len, p.num_splits);
+  // Balanced plan: the request's own split count, written by the planning kernel (which
+  // completed before the partial kernel this merge waited for).
+  const int32_t front =
+      args.plan != nullptr ? plan_splits(args, lo)
+      : args.folded        ? folded_nonempty_splits(e.prefix_len, e.draft_nodes, p.num_splits)
+                           : nonempty_splits(e.prefix_len, p.num_splits);
   auto written = [&](int32_t s) { return s < front || (!args.folded && s == p.num_splits); };
   // Lane l holds the lse of partials l, l + 32, l + 64.
   float lse_l[kLsePerLane];

@@ -101,8 +101,8 @@ void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int ri
   const VerifyParams& p = args.p;
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
             static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
-  sm120_kernel(ring, l1_ahead)<<<grid, kThreads, sm120_smem_bytes(ring), stream>>>(args);
-  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(launch_partial_kernel(sm120_kernel(ring, l1_ahead), args, grid,
+                                   sm120_smem_bytes(ring), stream));
 }
 
 }  // namespace mlaverify::cuda::detail

@@ -25,8 +25,8 @@ void launch_partial_stages6(const PartialArgs& args, CUstream_st* stream) {
   const VerifyParams& p = args.p;
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
             static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
-  verify_partial<6, 64><<<grid, kThreads, partial_smem_bytes(6, 64), stream>>>(args);
-  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(launch_partial_kernel(verify_partial<6, 64>, args, grid, partial_smem_bytes(6, 64),
+                                   stream));
 }
 
 }  // namespace mlaverify::cuda::detail

@@ -92,7 +92,10 @@ constexpr int kOffVis = kOffInvL + 64 * 4;             // draft visibility, uint
 // mbarriers: tile landed [3], P written [3], buffer empty [3], S done [3]
 constexpr int kOffBar = kOffVis + kBufs * 64 * 8;
 // then Q staged and Q loaded (warpgroup 0's prologue: see math_warpgroup)
-constexpr int kUsed = kOffBar + (4 * kBufs + 2) * 8;
+// The balanced plan's unit of the block (request, row tile, split, its request's split count),
+// read from the plan once and kept here for block_work's later calls (block_work_first).
+constexpr int kOffUnit = kOffBar + (4 * kBufs + 2) * 8;
+constexpr int kUsed = kOffUnit + 4 * 4;
 static_assert(kUsed == kWgmmaSmemBytes, "verify_kernel.h: kWgmmaSmemBytes");
 static_assert(kRowDim == 576 && kLatentDim == 512, "9 column blocks, V = the 8 latent ones");
 // O's columns: warpgroup 0 (which also holds Q in registers) accumulates the first kCols0,
@@ -200,29 +203,50 @@ __device__ __forceinline__ void fence_regs(float (&r)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
-// The block's rows and keys, draft tiles first, then prefix tiles: split blockIdx.z of the
-// folded plan (split_plan.h), or, unfolded, prefix split blockIdx.z or the draft alone (z ==
-// num_splits). Recomputed where needed rather than kept live across the main loops, where every
+// The block's rows and keys, draft tiles first, then prefix tiles: split `split` (block_unit:
+// blockIdx.z, or the balanced plan's unit) of the folded plan (split_plan.h), or, unfolded,
+// prefix split `split` or the draft alone (split == num_splits). Recomputed where needed rather than kept live across the main loops, where every
 // register counts (warpgroup 0 uses all 255).
 struct BlockWork {
+  int32_t req, split;  // the block's request and split (block_unit: the grid's, or the plan's)
   RequestExtent e;
   int64_t row0, valid_rows;  // first (node, head) row of the block; rows of the request
   FoldedRange keys;
   int draft_tiles, num_tiles;
 };
-__device__ __forceinline__ BlockWork block_work(const PartialArgs& args) {
+extern __shared__ __align__(1024) unsigned char smem_wgmma[];
+// first: the kernel's first call, which reads the balanced plan's unit from global memory
+// (block_unit) and leaves it in shared memory (published by the kernel's first barrier); every
+// later call reads it there instead of five more dependent L2 loads (measured neutral on the
+// SPEC workloads, cuda/NOTES.md v17; kept as the cheaper path).
+__device__ __forceinline__ BlockWork block_work(const PartialArgs& args, bool first = false) {
   const VerifyParams& p = args.p;
   BlockWork w;
-  w.e = request_extent(p, blockIdx.y);
-  w.valid_rows = static_cast<int64_t>(w.e.draft_nodes) * p.num_heads;
-  w.row0 = static_cast<int64_t>(blockIdx.x) * kRows;
-  const int32_t split = blockIdx.z;
+  BlockUnit u;
+  int32_t n;
+  volatile int32_t* cache = reinterpret_cast<volatile int32_t*>(smem_wgmma + kOffUnit);
+  if (args.plan == nullptr || first) {
+    u = block_unit(args);
+    n = u.valid ? plan_splits(args, u.req) : 0;
+    if (args.plan != nullptr && threadIdx.x == 0)
+      cache[0] = u.req, cache[1] = u.row_tile, cache[2] = u.split, cache[3] = n;
+  } else {
+    u = {cache[0], cache[1], cache[2], true};
+    n = cache[3];
+  }
+  w.req = u.req;
+  w.split = u.split;
+  w.e = request_extent(p, u.req);
+  // A block past the balanced plan's units has no rows (the caller's row test exits).
+  w.valid_rows = u.valid ? static_cast<int64_t>(w.e.draft_nodes) * p.num_heads : 0;
+  w.row0 = static_cast<int64_t>(u.row_tile) * kRows;
+  const int32_t split = u.split;
   if (args.folded) {
-    w.keys = folded_range(w.e.prefix_len, w.e.draft_nodes, p.num_splits, split);
+    w.keys = folded_range(w.e.prefix_len, w.e.draft_nodes, n, split);
   } else if (split == p.num_splits) {
     w.keys = {0, w.e.draft_nodes, 0, 0};
   } else {
-    const SplitRange r = split_range(w.e.prefix_len, p.num_splits, split);
+    const SplitRange r = split_range(w.e.prefix_len, n, split);
     w.keys = {0, 0, r.begin, r.end};
   }
   w.draft_tiles = static_cast<int>(ceil_div(w.keys.draft_keys(), kKvTile));
@@ -232,7 +256,6 @@ __device__ __forceinline__ BlockWork block_work(const PartialArgs& args) {
 
 // Shared-memory addresses: the dynamic window's address is a link-time constant, so these cost
 // no registers.
-extern __shared__ __align__(1024) unsigned char smem_wgmma[];
 __device__ __forceinline__ uint32_t smem_base() { return smem_addr(smem_wgmma); }
 __device__ __forceinline__ uint32_t kv_buf(int b) { return smem_base() + kOffKv + b * kTileBytes; }
 __device__ __forceinline__ uint32_t bar_full(int b) { return smem_base() + kOffBar + 8 * b; }
@@ -314,7 +337,7 @@ __device__ __forceinline__ void store_partial(const PartialArgs& args, const flo
     if (row >= w.valid_rows) continue;
     const int64_t out_row = (w.e.q_begin + row / p.num_heads) * p.num_heads + row % p.num_heads;
     const float inv = row_inv_l()[r];
-    float* out = args.ws_o + (blockIdx.z * rows_total + out_row) * kLatentDim + col0;
+    float* out = args.ws_o + (int64_t{w.split} * rows_total + out_row) * kLatentDim + col0;
 #pragma unroll
     for (int i = 0; i < R / 4; ++i)
       *reinterpret_cast<float2*>(out + i * 8 + frag_col) =
@@ -651,7 +674,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     const BlockWork w = block_work(args);
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr)
-      store_row_totals(args, blockIdx.z, w.e, w.row0, w.valid_rows, r0 + 8 * hr, l_run[hr],
+      store_row_totals(args, w.split, w.e, w.row0, w.valid_rows, r0 + 8 * hr, l_run[hr],
                        m_run[hr], row_inv_l());
   }
   sync_all_warpgroups();
@@ -728,7 +751,7 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
     vis_key0 = w.keys.draft_begin + vis_half * 32;
     vis_key_end = w.keys.draft_end;
     if (vis_row_ok) {
-      mrow = mask_row(p, blockIdx.y, w.e, static_cast<int32_t>(row / p.num_heads));
+      mrow = mask_row(p, w.req, w.e, static_cast<int32_t>(row / p.num_heads));
 #pragma unroll
       for (int tile = 0; tile < kBufs; ++tile)
         if (tile < draft_tiles) mrow.prefetch<32>(vis_key0 + tile * kKvTile);
@@ -782,7 +805,7 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
     const int64_t row = w.row0 + r;
     uint64_t bits = 0;
     if (row < w.valid_rows)
-      bits = mask_row(p, blockIdx.y, w.e, static_cast<int32_t>(row / p.num_heads))
+      bits = mask_row(p, w.req, w.e, static_cast<int32_t>(row / p.num_heads))
                  .bits<32, 4>(w.keys.draft_begin + tile * kKvTile + part * 32, w.keys.draft_end)
              << (part * 32);
     bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
@@ -878,7 +901,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
   // The merge kernel (a programmatic dependent launch) may be scheduled once every block has
   // started; its blocks wait for this grid's completion before reading anything it writes.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  const BlockWork w = block_work(args);
+  const BlockWork w = block_work(args, /*first=*/true);
   // A cluster shares its row tile, so it leaves here whole.
   if (w.row0 >= w.valid_rows) return;
   if (w.keys.empty()) {
@@ -897,7 +920,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial_wgmma(const Partia
 
   // The swizzle pattern repeats every 1024 bytes, so every block must start on a 1024-byte
   // boundary. Without static shared memory the dynamic window starts at the block's shared
-  // base, which is 1024-aligned; there is no room left to align by hand (kUsed is within 400
+  // base, which is 1024-aligned; there is no room left to align by hand (kUsed is within 384
   // bytes of Hopper's 232,448), so a misaligned base stops the kernel loudly instead.
   if ((smem_base() & 1023u) != 0) __trap();
   const int tid = threadIdx.x;
@@ -1006,9 +1029,8 @@ void launch_partial_wgmma(const PartialArgs& args, CUstream_st* stream) {
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
             static_cast<unsigned>(p.batch_size),
             static_cast<unsigned>(args.folded ? p.num_splits : p.num_splits + 1));
-  if (!args.cluster_merge) {
-    verify_partial_wgmma<<<grid, kThreads, kWgmmaSmemBytes, stream>>>(args);
-    CUDA_CHECK(cudaGetLastError());
+  if (!args.cluster_merge) {  // the balanced plan never merges in clusters (initialize)
+    CUDA_CHECK(launch_partial_kernel(verify_partial_wgmma, args, grid, kWgmmaSmemBytes, stream));
     return;
   }
   // One cluster per row tile: its num_splits blocks along z (cluster rank = split).

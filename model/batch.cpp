@@ -409,6 +409,7 @@ VerifyParams VerifyBatch::params() {
   p.max_draft = max_draft_;
   p.max_total_q = rows;
   p.num_splits = spec_.num_splits;
+  p.plan_blocks = spec_.plan_blocks;
   p.sm_scale = static_cast<float>(spec_.sm_scale);
 
   const bool presented_q = spec_.q_dtype != DType::BF16 || spec_.q_rope_first ||

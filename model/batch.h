@@ -49,6 +49,7 @@ struct BatchSpec {
   bool poison_unused_slots = true;  // NaN in every pool slot no request owns (slot 0 excepted)
   double value_scale = 1.0;         // q and kv ~ N(0, value_scale^2) before rounding to bf16
   int32_t num_splits = 1;           // NSPLIT in params
+  int32_t plan_blocks = 0;          // VerifyParams::plan_blocks (0: the uniform split plan)
   int64_t spare_pages = -1;         // free pages beyond the batch's (-1: max(4, used / 8))
   uint64_t seed = 0;
 

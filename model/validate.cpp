@@ -78,6 +78,7 @@ void validate_static_sizes(const VerifyParams& p) {
   require_range("num_heads", p.num_heads, 1, kMaxHeads);
   require_range("max_draft", p.max_draft, 1, kMaxDraft);
   require_range("num_splits", p.num_splits, 1, kMaxSplits);
+  require_range("plan_blocks", p.plan_blocks, 0, kMaxPlanBlocks);
   require_range("max_total_q", p.max_total_q, 1, std::numeric_limits<int32_t>::max());
   if (!std::isfinite(p.sm_scale) || !(p.sm_scale > 0.f)) {
     throw InvalidInput("sm_scale", -1, "must be finite and > 0, got " + std::to_string(p.sm_scale));

@@ -43,7 +43,7 @@ for step in "${steps[@]}"; do
       done ;;
     sanitize|sanitize120)
       # Small cases only: the sanitizers slow kernels by ~100x.
-      filter='CudaLaws.*:CudaGraph.*:*h1_d1_p0*:*tile_edges*:*p1_splits2*:*draft_bits*'
+      filter='CudaLaws.*:*CudaGraph*:*h1_d1_p0*:*tile_edges*:*p1_splits2*:*draft_bits*:*balanced*'
       # The sm_120 kernel (mma2, its default pipeline, or the ring/l1 pairs in SAN120) under
       # both tools.
       for cfg in ${SAN120:-/}; do

@@ -220,6 +220,10 @@ T* upload(const std::vector<T>& v) {
 
 // The partial kernel VerifyKernel chose and, for wgmma, its draft plan (printed per row).
 std::string g_variant = "?";
+// The balanced split plan's resident blocks (VerifyParams::plan_blocks; 0: the uniform plan,
+// MLAV_BENCH_PLAN=uniform) and what the device planned for the last workload timed.
+int g_plan_blocks = 0;
+std::string g_plan_note;
 
 // Times one workload at one split count: R rotations over distinct KV (> L2 in total), all
 // captured in one CUDA graph; median of graph replays divided by R.
@@ -286,6 +290,7 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   p.max_draft = D;
   p.max_total_q = T;
   p.num_splits = splits;
+  p.plan_blocks = g_plan_blocks;
   p.sm_scale = 0.1352338f;
   p.q_token_stride = int64_t{H} * kRowDim;
   p.q_head_stride = kRowDim;
@@ -337,6 +342,18 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   CUDA_CHECK(cudaMemcpy(probe.data(), o, probe.size() * 2, cudaMemcpyDeviceToHost));
   for (uint16_t b : probe)
     if ((b & 0x7f80) == 0x7f80) std::printf("WARNING: non-finite output in %s\n", w.name);
+  g_plan_note.clear();
+  if (p.plan_blocks > 0) {  // what the planning kernel wrote (the last rotation's, all alike)
+    std::vector<int32_t> head(2 + bs);
+    CUDA_CHECK(cudaMemcpy(head.data(),
+                          reinterpret_cast<char*>(ws) + cuda::VerifyKernel::plan_offset(p),
+                          head.size() * 4, cudaMemcpyDeviceToHost));
+    int lo = 1 << 30, hi = 0;
+    for (int i = 0; i < bs; ++i) lo = std::min(lo, head[2 + i]), hi = std::max(hi, head[2 + i]);
+    g_plan_note = " plan: " + std::to_string(head[0]) + " units, chunk " +
+                  std::to_string(head[1]) + " tiles, splits " + std::to_string(lo) + ".." +
+                  std::to_string(hi);
+  }
 
   CUDA_CHECK(cudaGraphExecDestroy(exec));
   CUDA_CHECK(cudaGraphDestroy(graph));
@@ -388,6 +405,18 @@ int main(int argc, char** argv) {
   const int plan_sms = plan_env && std::atoi(plan_env) > 0 ? std::atoi(plan_env) : sms;
   std::printf("split plan for %d SMs x %d resident blocks of the partial kernel\n", plan_sms,
               resident);
+  // MLAV_BENCH_PLAN: balanced (default; splits by each request's real length, planned on the
+  // device; the splits column is then the cap num_splits) or uniform (every request alike).
+  const char* plan_mode = std::getenv("MLAV_BENCH_PLAN");
+  const bool balanced = !(plan_mode && std::string(plan_mode) == "uniform");
+  g_plan_blocks = balanced ? plan_sms * resident : 0;
+  std::printf("MLAV_BENCH_PLAN=%s (plan_blocks %d)\n", balanced ? "balanced" : "uniform",
+              g_plan_blocks);
+  auto splits_for = [&](const Workload& w) {
+    return balanced ? cuda::balanced_split_cap(w.heads, w.draft, w.prefix, g_plan_blocks)
+                    : cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, plan_sms,
+                                               resident);
+  };
 
   // The six docs/spec.md §8 workloads, then the mixed-length ones (issue 13).
   std::vector<const Workload*> all;
@@ -398,15 +427,14 @@ int main(int argc, char** argv) {
     for (const Workload* wp : all)
       if (const Workload& w = *wp; only == w.name) {
         double kvb, fl, iob;
-        const int suggested =
-            cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, plan_sms, resident);
+        const int suggested = splits_for(w);
         std::vector<int> tries = {suggested};
         if (sweep)
           for (int s : {1, 2, 3, 4, 8})
             if (s != suggested) tries.push_back(s);
         for (int s : tries)
-          std::printf("%s splits %d: %.1f us\n", w.name, s,
-                      time_workload(w, s, sms, &kvb, &fl, &iob));
+          std::printf("%s splits %d: %.1f us%s\n", w.name, s,
+                      time_workload(w, s, sms, &kvb, &fl, &iob), g_plan_note.c_str());
       }
     return 0;
   }
@@ -439,8 +467,7 @@ int main(int argc, char** argv) {
               "KV GB/s", "TFLOP/s", "roof us", "frac", "vs triton", "vs torch", "issue", "kernel");
   for (const Workload* wp : all) {
     const Workload& w = *wp;
-    const int suggested =
-            cuda::suggest_num_splits(w.bs, w.heads, w.draft, w.prefix, plan_sms, resident);
+    const int suggested = splits_for(w);
     std::vector<int> tries = {suggested};
     if (sweep)
       for (int s : {1, 2, 4, 8, 16, 32, 64})
@@ -457,7 +484,7 @@ int main(int argc, char** argv) {
     std::printf("%-17s %6d %8.1f %8.0f %8.1f %7.1f %6.0f%% %8.1fx %8.1fx %7.0f  %s\n", w.name,
                 best_s, best_us, kvb / (best_us * 1e-6) / 1e9, fl / (best_us * 1e-6) / 1e12,
                 roof_us, 100.0 * roof_us / best_us, w.triton_us / best_us, w.torch_us / best_us,
-                w.roofline_us, g_variant.c_str());
+                w.roofline_us, (g_variant + g_plan_note).c_str());
   }
   return 0;
 }

@@ -108,7 +108,9 @@ typedef struct mlav_kv_layout {
 } mlav_kv_layout;
 
 /* One verify launch: the C mirror of mlaverify::VerifyParams (include/mlaverify/verify_params.h
- * says what every field means). Strides and offsets are in elements. */
+ * says what every field means). Strides and offsets are in elements. VerifyParams::plan_blocks,
+ * a scheduling knob of mlaverify's own kernel, is not part of the ABI: a plugin splits its work
+ * as it likes (num_splits is a request). */
 typedef struct mlav_params {
   uint32_t struct_size; /* sizeof(mlav_params) as the caller compiled it */
   uint32_t abi_version;

@@ -85,6 +85,94 @@ MLAV_HD int32_t folded_nonempty_splits(int64_t prefix_len, int64_t draft_nodes,
   return static_cast<int32_t>(ceil_div(total, ceil_div(total, num_splits)));
 }
 
+// ---- The balanced plan (issue 13): splits by each request's real length ----
+// Under the uniform plan every request takes num_splits splits, so one long request beside short
+// ones runs on as few blocks as the short ones. The balanced plan (VerifyParams::plan_blocks > 0)
+// gives request i its own split count n_i <= num_splits from the lengths the metadata holds, one
+// chunk length C (tiles per split) for the whole batch: n_i = ceil(tiles_i / C), its splits as
+// even as whole tiles allow (split_range / folded_range with n_i). Blocks are (row tile, split)
+// pairs; the batch's work W = sum of row_tiles_i * tiles_i. C is the chunk >= max(
+// kMinSplitTiles, ceil(W / plan_blocks)) that a binary search finds with its big blocks fitting
+// one wave of plan_blocks (plan_chunk): a block is big when its split holds >= 2/3 C tiles. Smaller blocks are not counted: taken largest first
+// (the planning kernel orders them so), they fill in as others finish. With every request alike
+// this is the uniform plan of suggest_num_splits evened out (tests/model/test_split_plan.cpp).
+// The CUDA kernel computes the same function on the device (a one-block planning kernel reading
+// the metadata buffers, cuda/verify_plan.cu), so a captured graph replays with new lengths
+// correctly; the CPU backend computes it serially. Integer arithmetic only (32-bit divisions:
+// tiles < 2^26, chunk <= tiles): any summation order gives the same plan.
+// Shortest split the balanced plan makes. 2, not the uniform rule's 4 (suggest_num_splits): a
+// long request beside short ones has the machine to itself (mix-p0-p1-p4097, cuda/NOTES.md v17).
+inline constexpr int32_t kMinSplitTiles = 2;
+// Upper bound on VerifyParams::plan_blocks (resident blocks of a device; validated).
+inline constexpr int32_t kMaxPlanBlocks = 1 << 20;
+
+MLAV_HD int32_t ceil_div32(int32_t a, int32_t b) { return (a + b - 1) / b; }
+// Key tiles request i's splits share: its prefix tiles, and its draft tiles when folded.
+MLAV_HD int32_t plan_tiles(int64_t prefix_len, int64_t draft_nodes, bool folded) {
+  return static_cast<int32_t>(ceil_div(prefix_len, kKvTile) +
+                              (folded ? ceil_div(draft_nodes, kKvTile) : 0));
+}
+// Blocks of 64 (node, head) rows of a request (the kernels' M tile).
+MLAV_HD int32_t plan_row_tiles(int64_t draft_nodes, int32_t num_heads) {
+  return static_cast<int32_t>(ceil_div(draft_nodes * num_heads, 64));
+}
+// Splits of a request with `tiles` tiles at chunk `chunk` (>= 1), capped by `cap` (num_splits),
+// counted as the range functions fill them (all non-empty): 0 for a request without tiles.
+MLAV_HD int32_t planned_splits(int32_t tiles, int32_t chunk, int32_t cap) {
+  if (tiles <= 0) return 0;
+  int32_t n = ceil_div32(tiles, chunk);
+  if (n > cap) n = cap;
+  return ceil_div32(tiles, ceil_div32(tiles, n));
+}
+// Big blocks of one request at chunk `chunk` (see above).
+MLAV_HD int64_t plan_big_blocks(int32_t tiles, int32_t row_tiles, int32_t chunk, int32_t cap) {
+  const int32_t n = planned_splits(tiles, chunk, cap);
+  if (n == 0) return 0;
+  return 3 * int64_t{ceil_div32(tiles, n)} >= 2 * int64_t{chunk} ? int64_t{row_tiles} * n : 0;
+}
+// The chunk: binary search over [max(kMinSplitTiles, ceil(work / blocks)), max(that,
+// max_tiles)] with big_blocks(c), the batch's sum of plan_big_blocks. That sum is not monotone
+// in c (a request's blocks stop counting as big when c passes 3/2 of their size, and count
+// again when its split count steps down), so the search finds a chunk whose big blocks fit, not
+// always the smallest; at the top of the range every request has one split (prefix units <= the
+// batch's row tiles). The same search on the CPU and the GPU: the same chunk.
+template <class BigBlocks>
+MLAV_HD int32_t plan_chunk(int64_t work, int32_t max_tiles, int32_t blocks,
+                           BigBlocks&& big_blocks) {
+  const int64_t even = ceil_div(work, blocks < 1 ? 1 : blocks);
+  int32_t lo = even > kMinSplitTiles ? static_cast<int32_t>(even < max_tiles ? even : max_tiles)
+                                     : kMinSplitTiles;
+  if (lo < kMinSplitTiles) lo = kMinSplitTiles;
+  int32_t hi = max_tiles > lo ? max_tiles : lo;
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (big_blocks(mid) <= blocks)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+// Serial form (host: the CPU backend and tests): the chunk of a batch whose request i has
+// tiles_of(i) tiles and row_tiles_of(i) row tiles.
+template <class Tiles, class RowTiles>
+MLAV_HD int32_t plan_chunk_serial(int32_t batch_size, int32_t cap, int32_t blocks,
+                                  Tiles&& tiles_of, RowTiles&& row_tiles_of) {
+  int32_t max_tiles = 0;
+  int64_t work = 0;
+  for (int32_t i = 0; i < batch_size; ++i) {
+    const int32_t t = tiles_of(i);
+    if (t > max_tiles) max_tiles = t;
+    work += int64_t{t} * row_tiles_of(i);
+  }
+  return plan_chunk(work, max_tiles, blocks, [&](int32_t c) {
+    int64_t big = 0;
+    for (int32_t i = 0; i < batch_size; ++i)
+      big += plan_big_blocks(tiles_of(i), row_tiles_of(i), c, cap);
+    return big;
+  });
+}
+
 // Partials per (token, head): splits 0..num_splits-1 over the prefix, then one more (index
 // num_splits) for the tree-masked draft block (unused, never read, under the folded plan). Each
 // partial is (o[512] fp32 normalized, lse fp32).

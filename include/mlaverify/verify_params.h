@@ -20,6 +20,12 @@ struct VerifyParams {
   int32_t max_draft = 0;    // upper bound on every D_i (1..1024): tiles and workspace
   int64_t max_total_q = 0;  // rows of q, k_extend, o_lat and lse buffers (>= T = qo_indptr[bs])
   int32_t num_splits = 1;   // NSPLIT: prefix chunks per request (split_plan.h), >= 1
+  // The split plan (split_plan.h): 0, the uniform plan (every request num_splits splits); > 0,
+  // the balanced plan for that many partial blocks resident at once (the device's SM count x the
+  // partial kernel's residency: cuda::plan_blocks), in which request i takes its own n_i <=
+  // num_splits splits by its real length, planned from the metadata (on the device for CUDA).
+  // Not carried by the C ABI (c_api.h): plugins plan their own work.
+  int32_t plan_blocks = 0;
   float sm_scale = 0.f;     // (qk_nope + Rp)^-0.5 * mscale^2 (model/config.h), never 576^-0.5
 
   // ---- queries ----

@@ -42,6 +42,7 @@ struct Scenario {
   DraftKvSource source = DraftKvSource::ExtendRows;
   int32_t page_size = 1;
   bool chain = false;
+  int32_t plan_blocks = 0;  // > 0: the balanced split plan (splits is then its cap)
 };
 
 BatchSpec spec_of(const Scenario& s, uint64_t seed) {
@@ -52,6 +53,7 @@ BatchSpec spec_of(const Scenario& s, uint64_t seed) {
         s.chain ? DraftTree::chain(s.draft[i]) : random_tree(s.draft[i], rng), s.prefix[i]});
   spec.num_heads = s.heads;
   spec.num_splits = s.splits;
+  spec.plan_blocks = s.plan_blocks;
   spec.mask_format = s.format;
   spec.mask_indptr_convention = s.conv;
   spec.layout.kind = s.layout;
@@ -128,6 +130,19 @@ std::vector<Scenario> scenarios() {
   v.push_back({"d1024-draftbits", {1024}, {10}, 1, 1, MaskFormat::DraftBits});
   // docs/spec.md §7 class 10: bs equal to D (a [bs, D] / [D, bs] mix-up reads the wrong rows).
   v.push_back({"bs-equals-d", {3, 3, 3}, {5, 64, 0}, 3, 2});
+  // The balanced plan (split_plan.h, issue 13): each request split by its own length, planned
+  // on the device, with few plan blocks so that small batches split unevenly: one long request
+  // beside short ones, P = 0 and 1 beside P = 20,000, bs == D, D not a power of two.
+  auto balanced = [](std::string name, std::vector<int32_t> d, std::vector<int64_t> p,
+                     int32_t heads, int32_t cap, int32_t blocks) {
+    Scenario s{std::move(name), std::move(d), std::move(p), heads, cap};
+    s.plan_blocks = blocks;
+    return s;
+  };
+  v.push_back(balanced("balanced-long-short", {16, 4, 7, 1}, {3000, 0, 1, 200}, 8, 16, 12));
+  v.push_back(balanced("balanced-p0-p1-p20000", {4, 3, 5}, {0, 1, 20000}, 2, 32, 40));
+  v.push_back(balanced("balanced-bs-equals-d", {3, 3, 3}, {5, 640, 0}, 3, 8, 6));
+  v.push_back(balanced("balanced-cap", {9, 2}, {5000, 70}, 4, 3, 64));
   return v;
 }
 
@@ -255,6 +270,19 @@ TEST_F(CudaLaws, LayoutsAndDraftSourcesAreBitIdentical) {
     EXPECT_EQ(run_bits(b, &lse), ref) << v.name;
     EXPECT_EQ(0, std::memcmp(lse.data(), ref_lse.data(), lse.size() * 4)) << v.name;
   }
+}
+
+// The balanced plan of a batch of equal requests is the uniform plan with the split count
+// plan_blocks gives them (split_plan.h): identical bits. plan_blocks 8 over 4 requests of one
+// row tile each: 2 splits.
+TEST_F(CudaLaws, BalancedPlanOfEqualRequestsIsTheUniformPlan) {
+  Scenario s{"equal", {8, 8, 8, 8}, {1000, 1000, 1000, 1000}, 8, 2};
+  VerifyBatch uniform = VerifyBatch::build(spec_of(s, 21));
+  const std::vector<uint16_t> want = run_bits(uniform);
+  s.splits = 16;
+  s.plan_blocks = 8;
+  VerifyBatch balanced = VerifyBatch::build(spec_of(s, 21));
+  EXPECT_EQ(run_bits(balanced), want);
 }
 
 // Every mask format encodes the same trees: identical bits.

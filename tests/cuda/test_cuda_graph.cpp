@@ -10,6 +10,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/verify_kernel.h"
+#include "mlaverify/split_plan.h"
 #include "model/batch.h"
 #include "tests/cuda/test_util.h"
 
@@ -35,8 +36,10 @@ constexpr int32_t kMaxDraft = 24;
 constexpr int64_t kMaxTotalQ = int64_t{kBs} * kMaxDraft;
 constexpr int32_t kSplits = 3;
 
-// Batches of different real sizes, trees and prefix lengths, all padded to the captured kBs.
-std::vector<BatchSpec> replay_specs() {
+// Batches of different real sizes, trees and prefix lengths, all padded to the captured kBs;
+// plan_blocks > 0: under the balanced split plan (split_plan.h; planned on the device from each
+// replay's lengths), one request of each batch long (up to 5,000 tokens).
+std::vector<BatchSpec> replay_specs(int32_t plan_blocks = 0) {
   std::vector<BatchSpec> v;
   Rng rng(99);
   const int32_t real_sizes[] = {6, 2, 5, 1, 4};
@@ -44,11 +47,13 @@ std::vector<BatchSpec> replay_specs() {
     BatchSpec s;
     for (int32_t i = 0; i < real_sizes[n]; ++i) {
       const int32_t d = 1 + rng.below(kMaxDraft);
-      const int64_t p = rng.below(3) == 0 ? rng.below(3) : rng.below(700);  // P = 0, 1, 2 often
+      int64_t p = rng.below(3) == 0 ? rng.below(3) : rng.below(700);  // P = 0, 1, 2 often
+      if (plan_blocks > 0 && i == n % real_sizes[n]) p = 1000 + rng.below(4000);
       s.requests.push_back({random_tree(d, rng), p});
     }
     s.num_heads = kHeads;
     s.num_splits = kSplits;
+    s.plan_blocks = plan_blocks;
     s.graph_padded_bs = kBs;
     s.value_scale = 0.25;
     s.seed = 1000 + n;
@@ -57,10 +62,12 @@ std::vector<BatchSpec> replay_specs() {
   return v;
 }
 
-TEST(CudaGraph, CaptureOnceReplayWithNewContents) {
+class CudaGraph : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(CudaGraph, CaptureOnceReplayWithNewContents) {
   MLAV_SKIP_WITHOUT_DEVICE();
   std::vector<VerifyBatch> batches;
-  for (const BatchSpec& s : replay_specs()) batches.push_back(VerifyBatch::build(s));
+  for (const BatchSpec& s : replay_specs(GetParam())) batches.push_back(VerifyBatch::build(s));
   int64_t pool_cap = 0, idx_cap = 0, mask_cap = 0, slots_cap = 0;
   for (VerifyBatch& b : batches) {
     VerifyParams p = b.params();
@@ -82,6 +89,7 @@ TEST(CudaGraph, CaptureOnceReplayWithNewContents) {
   d.max_draft = kMaxDraft;
   d.max_total_q = kMaxTotalQ;
   d.num_splits = kSplits;
+  d.plan_blocks = GetParam();
   d.q = q.p;
   d.kv_pool = pool.p;
   d.pool_slots = slots_cap;
@@ -155,6 +163,26 @@ TEST(CudaGraph, CaptureOnceReplayWithNewContents) {
         ASSERT_EQ(bits[r * kLatentDim + k], b.o_lat()[r * kLatentDim + k].bits)
             << "batch " << n << " row " << r << " column " << k;
     }
+    // Balanced plan: what the planning kernel wrote is split_plan.h's function of this batch's
+    // lengths, as the CPU backend computes it on the host (the chunk and every n_i).
+    if (GetParam() > 0) {
+      const VerifyParams hp = b.params();
+      std::vector<int32_t> head(2 + kBs);
+      CUDA_CHECK(cudaMemcpy(head.data(), static_cast<char*>(ws.p) + VerifyKernel::plan_offset(d),
+                            head.size() * 4, cudaMemcpyDeviceToHost));
+      auto tiles_of = [&](int32_t i) {
+        const RequestExtent e = request_extent(hp, i);
+        return plan_tiles(e.prefix_len, e.draft_nodes, kernel.folded());
+      };
+      auto rt_of = [&](int32_t i) {
+        return plan_row_tiles(hp.qo_indptr[i + 1] - hp.qo_indptr[i], kHeads);
+      };
+      const int32_t chunk = plan_chunk_serial(kBs, kSplits, GetParam(), tiles_of, rt_of);
+      EXPECT_EQ(head[1], chunk) << "batch " << n;
+      for (int32_t i = 0; i < kBs; ++i)
+        EXPECT_EQ(head[2 + i], planned_splits(tiles_of(i), chunk, kSplits))
+            << "batch " << n << " request " << i;
+    }
     // Padded rows were written too and hold no NaN (slot 0 is finite).
     for (size_t k = 0; k < bits.size(); ++k)
       ASSERT_FALSE(std::isnan(bf16_to_float(bf16{bits[k]}))) << "batch " << n << " element " << k;
@@ -171,6 +199,13 @@ TEST(CudaGraph, CaptureOnceReplayWithNewContents) {
   CUDA_CHECK(cudaGraphDestroy(graph));
   CUDA_CHECK(cudaStreamDestroy(stream));
 }
+
+// The uniform plan, and the balanced plan for 10 resident blocks (few, so a long request
+// splits up to the cap of kSplits while the short ones keep one split).
+INSTANTIATE_TEST_SUITE_P(Plans, CudaGraph, ::testing::Values(0, 10),
+                         [](const ::testing::TestParamInfo<int32_t>& i) {
+                           return i.param == 0 ? std::string("uniform") : std::string("balanced");
+                         });
 
 }  // namespace
 }  // namespace mlaverify::cuda::testing

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "mlaverify/split_plan.h"
 
@@ -99,6 +100,82 @@ TEST(SplitPlan, PrefixSplitsCoverThePrefixOnceFromTheFront) {
       const int32_t n = nonempty_splits(P, ns);
       for (int32_t s = 0; s < ns; ++s) EXPECT_EQ(split_range(P, ns, s).empty(), s >= n) << s;
     }
+}
+
+// The balanced plan (issue 13) on a batch given as (tiles, row tiles) per request.
+struct PlanReq {
+  int64_t tiles, row_tiles;
+};
+int64_t chunk_of(const std::vector<PlanReq>& b, int32_t cap, int32_t blocks) {
+  return plan_chunk_serial(
+      static_cast<int32_t>(b.size()), cap, blocks, [&](int32_t i) { return b[i].tiles; },
+      [&](int32_t i) { return b[i].row_tiles; });
+}
+
+// Equal requests: the split count of the uniform plan that fills one wave (suggest_num_splits'
+// floor(blocks / (bs * row tiles))), evened out, for every docs/spec.md §8 shape on 132 SMs.
+TEST(SplitPlan, BalancedPlanOfEqualRequestsIsTheUniformWave) {
+  struct Shape {
+    int64_t bs, row_tiles, tiles;
+    int32_t want;
+  };
+  for (const Shape& s : {Shape{16, 2, 128, 4}, Shape{8, 8, 256, 2}, Shape{32, 1, 64, 4},
+                         Shape{4, 16, 128, 2}, Shape{4, 16, 64, 2}, Shape{2, 4, 1024, 16}}) {
+    std::vector<PlanReq> b(s.bs, PlanReq{s.tiles, s.row_tiles});
+    const int64_t c = chunk_of(b, kMaxSplits, 132);
+    EXPECT_EQ(planned_splits(s.tiles, c, kMaxSplits), s.want) << s.bs << " x " << s.tiles;
+    EXPECT_EQ(planned_splits(s.tiles, c, kMaxSplits), nonempty_splits(s.tiles * kKvTile, s.want));
+  }
+}
+
+// Mixed lengths: the long request spreads over the free blocks, short ones keep one split, the
+// big blocks fit the wave, every split count is within [1, cap] (0 without tiles), and the
+// units stay within the bound the kernel's grid is sized by (blocks + one per row tile).
+TEST(SplitPlan, BalancedPlanSpreadsTheLongRequest) {
+  // The issue's example: P = 30,000 and 200 with 32 row tiles each, 132 blocks: 4 splits.
+  std::vector<PlanReq> b = {{ceil_div(30000, kKvTile), 32}, {ceil_div(200, kKvTile), 32}};
+  int64_t c = chunk_of(b, kMaxSplits, 132);
+  EXPECT_EQ(planned_splits(b[0].tiles, c, kMaxSplits), 4);
+  EXPECT_EQ(planned_splits(b[1].tiles, c, kMaxSplits), 1);
+  // P = 0, 1 and 4097, 4 row tiles each: the long one in splits of >= kMinSplitTiles.
+  b = {{0, 4}, {1, 4}, {ceil_div(4097, kKvTile), 4}};
+  c = chunk_of(b, kMaxSplits, 132);
+  EXPECT_EQ(c, kMinSplitTiles);
+  EXPECT_EQ(planned_splits(0, c, kMaxSplits), 0);
+  EXPECT_EQ(planned_splits(1, c, kMaxSplits), 1);
+  EXPECT_EQ(planned_splits(65, c, kMaxSplits), ceil_div(65, ceil_div(65, ceil_div(65, c))));
+  EXPECT_EQ(planned_splits(65, c, 8), 8);  // capped by num_splits
+  // Random batches: the invariants.
+  uint64_t x = 12345;
+  auto next = [&](int64_t n) { x = x * 6364136223846793005ull + 1442695040888963407ull;
+                               return static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(n)); };
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t bs = 1 + next(40);
+    const int32_t blocks = static_cast<int32_t>(1 + next(300));
+    const int32_t cap = static_cast<int32_t>(1 + next(kMaxSplits));
+    std::vector<PlanReq> r;
+    int64_t row_tiles = 0;
+    for (int64_t i = 0; i < bs; ++i) {
+      r.push_back({next(4) == 0 ? next(3) : next(2000), 1 + next(8)});
+      row_tiles += r.back().row_tiles;
+    }
+    c = chunk_of(r, cap, blocks);
+    int64_t big = 0, units = 0;
+    for (const PlanReq& q : r) {
+      const int32_t n = planned_splits(q.tiles, c, cap);
+      ASSERT_EQ(n == 0, q.tiles == 0);
+      ASSERT_LE(n, cap);
+      ASSERT_EQ(n, q.tiles > 0 ? nonempty_splits(q.tiles * kKvTile, n) : 0);
+      big += plan_big_blocks(q.tiles, q.row_tiles, c, cap);
+      units += q.row_tiles * n;
+    }
+    int64_t max_tiles = 0;
+    for (const PlanReq& q : r) max_tiles = std::max(max_tiles, q.tiles);
+    if (c < std::max<int64_t>(max_tiles, kMinSplitTiles)) {
+      ASSERT_LE(big, blocks);
+    }
+    ASSERT_LE(units, blocks + row_tiles);
+  }
 }
 
 }  // namespace

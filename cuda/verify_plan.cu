@@ -1,0 +1,121 @@
+// The balanced split plan on the device (split_plan.h, issue 13): one block reads every request's
+// lengths from the metadata buffers, picks the batch's chunk (plan_chunk, the same function the
+// CPU backend runs serially), and writes each request's split count and the list of work units
+// the partial kernel's blocks take. Nothing is read on the host, so a captured graph replays
+// with new lengths correctly.
+#include "cuda/cuda_check.h"
+#include "cuda/verify_kernel.cuh"
+
+namespace mlaverify::cuda::detail {
+
+namespace {
+// Four warps: the plan is a dozen block-wide sums over at most a few thousand requests, each
+// bound by barrier latency, not arithmetic. Requests 0 .. kPlanCache - 1 are read from the
+// metadata once into shared memory (the binary search reads them ~10 times); any beyond are
+// re-read from global memory (the same function, slower).
+constexpr int kPlanThreads = 128;
+constexpr int kPlanWarps = kPlanThreads / 32;
+constexpr int kPlanCache = 4096;
+// Unit order: prefix units by size, largest first (an approximate longest-first schedule: size
+// s of chunk C goes to bucket kBuckets - 1 - min(kBuckets - 1, (kBuckets - 1) * s / C)), then
+// the unfolded plan's draft units. Order affects only which block runs a unit, never its sums.
+constexpr int kBuckets = 9;
+}  // namespace
+
+__global__ void __launch_bounds__(kPlanThreads, 1) verify_plan(const PartialArgs args) {
+  // The partial kernel may launch now; it waits (griddepcontrol.wait) for this grid's writes.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  const VerifyParams& p = args.p;
+  const int32_t bs = p.batch_size, cap = p.num_splits;
+  __shared__ int32_t s_tiles[kPlanCache], s_rt[kPlanCache];
+  __shared__ int64_t red[2][kPlanWarps];  // two buffers: one barrier per block-wide sum
+  __shared__ int32_t count[kBuckets + 1], cursor[kBuckets + 1];
+  auto tiles_global = [&](int32_t i) {
+    const RequestExtent e = request_extent(p, i);
+    return plan_tiles(e.prefix_len, e.draft_nodes, args.folded);
+  };
+  auto rt_global = [&](int32_t i) {
+    return plan_row_tiles(p.qo_indptr[i + 1] - p.qo_indptr[i], p.num_heads);
+  };
+  auto tiles_of = [&](int32_t i) { return i < kPlanCache ? s_tiles[i] : tiles_global(i); };
+  auto rt_of = [&](int32_t i) { return i < kPlanCache ? s_rt[i] : rt_global(i); };
+  int parity = 0;
+  // Sum (kMax: max) over the block, every thread gets it.
+  auto block_reduce = [&](int64_t v, bool max) {
+#pragma unroll
+    for (int off = 16; off >= 1; off >>= 1) {
+      const int64_t o = __shfl_xor_sync(0xffffffffu, v, off);
+      v = max ? (o > v ? o : v) : v + o;
+    }
+    if ((threadIdx.x & 31) == 0) red[parity][threadIdx.x >> 5] = v;
+    __syncthreads();
+    int64_t r = red[parity][0];
+#pragma unroll
+    for (int w = 1; w < kPlanWarps; ++w)
+      r = max ? (red[parity][w] > r ? red[parity][w] : r) : r + red[parity][w];
+    parity ^= 1;  // the next sum writes the other buffer; the one after is past a barrier
+    return r;
+  };
+  int64_t my_max = 0, my_work = 0;
+  for (int32_t i = threadIdx.x; i < bs; i += kPlanThreads) {
+    const int32_t t = tiles_global(i), rt = rt_global(i);
+    if (i < kPlanCache) s_tiles[i] = t, s_rt[i] = rt;
+    my_max = t > my_max ? t : my_max;
+    my_work += int64_t{t} * rt;
+  }
+  if (threadIdx.x <= kBuckets) count[threadIdx.x] = 0;
+  const int32_t max_tiles = static_cast<int32_t>(block_reduce(my_max, true));  // and the cache
+  const int64_t work = block_reduce(my_work, false);
+  const int32_t chunk = plan_chunk(work, max_tiles, p.plan_blocks, [&](int32_t c) {
+    int64_t big = 0;
+    for (int32_t i = threadIdx.x; i < bs; i += kPlanThreads)
+      big += plan_big_blocks(tiles_of(i), rt_of(i), c, cap);
+    return block_reduce(big, false);
+  });
+
+  auto bucket_of = [&](int32_t tiles, int32_t n) {
+    const int32_t k = (kBuckets - 1) * ceil_div32(tiles, n) / chunk;
+    return kBuckets - 1 - (k < kBuckets - 1 ? k : kBuckets - 1);
+  };
+  for (int32_t i = threadIdx.x; i < bs; i += kPlanThreads) {
+    const int32_t tiles = tiles_of(i), rt = rt_of(i);
+    const int32_t n = planned_splits(tiles, chunk, cap);
+    args.plan[2 + i] = n;
+    if (n > 0) atomicAdd(&count[bucket_of(tiles, n)], rt * n);
+    if (!args.folded) atomicAdd(&count[kBuckets], rt);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t at = 0;
+    for (int b = 0; b <= kBuckets; ++b) cursor[b] = at, at += count[b];
+    args.plan[0] = at;
+    args.plan[1] = chunk;
+  }
+  __syncthreads();
+  uint2* units = reinterpret_cast<uint2*>(args.plan + plan_units_word(bs));
+  for (int32_t i = threadIdx.x; i < bs; i += kPlanThreads) {
+    const int32_t tiles = tiles_of(i), rt = rt_of(i);
+    const int32_t n = planned_splits(tiles, chunk, cap);
+    if (n > 0) {
+      const int32_t at = atomicAdd(&cursor[bucket_of(tiles, n)], rt * n);
+      for (int32_t s = 0; s < n; ++s)
+        for (int32_t r = 0; r < rt; ++r)
+          units[at + s * rt + r] = make_uint2(static_cast<unsigned>(i),
+                                              static_cast<unsigned>(r) |
+                                                  (static_cast<unsigned>(s) << 16));
+    }
+    if (!args.folded) {
+      const int32_t at = atomicAdd(&cursor[kBuckets], rt);
+      for (int32_t r = 0; r < rt; ++r)
+        units[at + r] = make_uint2(static_cast<unsigned>(i),
+                                   static_cast<unsigned>(r) | (static_cast<unsigned>(cap) << 16));
+    }
+  }
+}
+
+void launch_plan(const PartialArgs& args, CUstream_st* stream) {
+  verify_plan<<<1, kPlanThreads, 0, stream>>>(args);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace mlaverify::cuda::detail
