@@ -4,6 +4,9 @@
 // worker). Without a GPU every case skips with the reason; loading and refusing run everywhere.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include <chrono>
 #include <cstdio>
 
@@ -19,6 +22,13 @@ namespace {
 
 using testing::Recorder;
 
+// The plugin's path: the build's, or MLAV_CUDA_PLUGIN from the environment (the device run
+// carries the built files to another folder).
+std::string plugin_path() {
+  const char* e = std::getenv("MLAV_CUDA_PLUGIN");
+  return e != nullptr && *e != '\0' ? std::string(e) : std::string(MLAV_CUDA_PLUGIN);
+}
+
 props::Case small_case() {
   props::Case c;
   c.requests = {{{-1, 0, 1, 1}, 70}, {{-1, 0}, 5}};
@@ -29,7 +39,7 @@ props::Case small_case() {
 
 // Loads without a device too: the table is fine, can_implement says why it cannot run.
 TEST(CudaPlugin, LoadsAndSaysWhyWithoutADevice) {
-  auto b = load_plugin(MLAV_CUDA_PLUGIN);
+  auto b = load_plugin(plugin_path());
   EXPECT_EQ(b->name(), "plugin:cuda");
   EXPECT_EQ(b->memory(), MLAV_MEMORY_CUDA);
   if (Support dev = cuda::cuda_device_available(); !dev) {
@@ -38,7 +48,7 @@ TEST(CudaPlugin, LoadsAndSaysWhyWithoutADevice) {
     EXPECT_FALSE(s);
     EXPECT_NE(s.reason.find("CUDA"), std::string::npos) << s.reason;
     // Guarded: the worker loads it and answers the same refusal (CUDA is touched only there).
-    GuardedPluginBackend g(parse_plugin_spec(std::string(MLAV_CUDA_PLUGIN) + "?guarded"));
+    GuardedPluginBackend g(parse_plugin_spec(plugin_path() + "?guarded"));
     EXPECT_EQ(g.name(), "plugin:cuda[guarded]");
     const Support gs = g.can_implement(batch.params());
     EXPECT_FALSE(gs);
@@ -73,7 +83,7 @@ TEST(CudaPlugin, WholePropertySuiteEqualsInProcessBackend) {
   if (Support dev = cuda::cuda_device_available(); !dev) {
     GTEST_SKIP() << "no CUDA device: " << dev.reason;
   }
-  auto b = load_plugin(MLAV_CUDA_PLUGIN);
+  auto b = load_plugin(plugin_path());
   suite_equals_in_process(*b, "cuda plugin");
 }
 
@@ -81,7 +91,7 @@ TEST(CudaPlugin, GuardedSuiteEqualsInProcessBackend) {
   if (Support dev = cuda::cuda_device_available(); !dev) {
     GTEST_SKIP() << "no CUDA device: " << dev.reason;
   }
-  GuardedPluginBackend g(parse_plugin_spec(std::string(MLAV_CUDA_PLUGIN) + "?guarded"));
+  GuardedPluginBackend g(parse_plugin_spec(plugin_path() + "?guarded"));
   suite_equals_in_process(g, "cuda plugin, guarded");
   EXPECT_EQ(g.workers_started(), 1);
 }
