@@ -29,6 +29,24 @@
  * One backend object serves many runs, one at a time, each with its own shapes and pointers:
  * nothing may be cached by pointer or by shape without checking both.
  *
+ * Which pointers a call sees. can_implement and workspace_bytes get an mlav_params whose buffer
+ * pointers are all NULL: they decide from the shapes, strides, dtypes and formats alone (the
+ * buffers are staged for run only). run gets only the buffers the case uses, the others NULL: of
+ * kv_indices / kv_indices_i32 / block_table only the one kv_indexing names, k_extend only for
+ * MLAV_DRAFT_EXTEND_ROWS, mask_indptr only for MLAV_MASK_FULL and MLAV_MASK_FLASHINFER_PACKED, lse
+ * only when the caller wants it. workspace is NULL when workspace_bytes asked for 0. Staged
+ * buffers (every MLAV_MEMORY_CUDA buffer; every buffer of a guarded run) start 256-byte aligned.
+ *
+ * Guarded runs (`plugin:PATH.so?guarded&timeout=SECONDS`; `guarded` and `timeout=` are
+ * mlaverify's and are removed from the config the plugin gets). Every call is made in a worker
+ * process that mlaverify forks and that dlopens the plugin (so a CUDA plugin initializes CUDA
+ * only there); a crash (signal, exit) or a call that does not return within the time limit
+ * (default 60 s) is a failing case, shrunk and written as a scenario like any other, and the
+ * worker is started again for the next call. Every output and the workspace lie between guard
+ * regions of a pattern (plugin/guarded.h), and so does every byte of o_lat and lse the Outputs
+ * rule forbids; after the call any changed byte is reported with the buffer, the request or the
+ * side it lies on. Inputs of a host plugin are compared with the caller's copies too.
+ *
  * Errors. Every entry point returns an mlav_status. On anything but MLAV_OK the plugin writes a
  * NUL-terminated message of at most err_size bytes into err (which may be NULL when err_size is 0).
  * MLAV_INVALID_INPUT: the metadata breaks the documented invariants (docs/spec.md §3).
@@ -46,6 +64,14 @@ extern "C" {
 #endif
 
 #define MLAV_ABI_VERSION 1u
+
+/* Marks a plugin's exported entry point (plugins build with hidden visibility):
+ *   extern "C" MLAV_EXPORT mlav_status mlav_plugin_open(...);  (C: without extern "C") */
+#if defined(_WIN32)
+#define MLAV_EXPORT __declspec(dllexport)
+#else
+#define MLAV_EXPORT __attribute__((visibility("default")))
+#endif
 
 typedef enum mlav_status {
   MLAV_OK = 0,
