@@ -21,6 +21,7 @@
 #include "cli/dump_commands.h"
 #include "cli/json_io.h"
 #include "mlaverify/error.h"
+#include "model/validate.h"
 #include "plugin/plugin_backend.h"
 #include "props/properties.h"
 #ifdef MLAV_HAVE_CUDA
@@ -148,12 +149,14 @@ struct Log {
 };
 
 // A dump command's --json document; bad input (exit 2 with an "error" object) becomes InvalidInput.
+// Its bad-input form (cli/dump_commands.cpp bad_input) is {"file", "field", "index", "error"}.
 json dump_document(const std::string& text) {
   json d = json::parse(text);
   if (d.contains("error") && d.value("exit_code", 0) == mlaverify::cli::kExitBadInput) {
-    const json& e = d["error"];
-    throw InvalidInput(e.value("field", std::string("file")), e.value("index", int64_t{-1}),
-                       e.value("message", std::string("bad input")));
+    const std::string file = d.value("file", std::string());
+    const std::string what = d["error"].is_string() ? d["error"].get<std::string>() : d.dump();
+    // what() already reads "<field>[<index>]: why"; the file is said once, in front.
+    throw InvalidInput(file.empty() ? "file" : file, -1, what);
   }
   return d;
 }
@@ -290,6 +293,7 @@ MLAV_API mlav_status mlav_run(const mlav_backend* backend, const mlav_params* p,
     }
     Resolved r = resolve(backend);
     const mlaverify::VerifyParams vp = mlaverify::plugin::from_c_params(p);
+    mlaverify::model::validate_params(vp);  // InvalidInput naming the field, for any backend
     mlaverify::Support s = r.backend->capabilities().admits(vp);
     if (s) s = r.backend->can_implement(vp);
     if (!s) throw mlaverify::Unsupported(r.label + ": " + s.reason);

@@ -16,7 +16,7 @@ is found); the library is loaded on first use, so the dump writer needs only num
 
 __version__ = "0.2.0"
 
-from . import dump  # noqa: E402,F401
+from . import bf16, dump, metadata  # noqa: E402,F401
 from .backend import (Backend, BuiltinBackend, Capabilities, PythonBackend, builtin,  # noqa: E402
                       cpu, cuda, model, mutant)
 from .batch import Batch, KvLayout  # noqa: E402
@@ -44,4 +44,4 @@ __all__ = ["Backend", "BuiltinBackend", "Capabilities", "PythonBackend", "builti
            "model", "mutant", "Batch", "KvLayout", "InvalidInput", "MlaverifyError",
            "Unsupported", "Launch", "Diagnosis", "Failure", "FuzzReport", "ReplayReport",
            "diagnose", "fuzz", "replay", "LibraryNotFound", "library_path", "info",
-           "cuda_status", "dump", "__version__"]
+           "cuda_status", "bf16", "dump", "metadata", "__version__"]

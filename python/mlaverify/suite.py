@@ -93,7 +93,7 @@ class ReplayReport:
         self.raw = d
         self.exit_code = d["exit_code"]
         sc = d.get("scenarios") or {}
-        self.entries = list(sc.get("entries", []))
+        self.entries = list(sc.get("scenarios", []))  # `replay --json` names them scenarios
         self.dumps = list(d.get("dumps", []))
         self.not_verified = list(sc.get("not_verified", []))
 
