@@ -154,7 +154,8 @@ class PythonBackend(Backend):
         metadata that breaks docs/spec.md section 3; any other exception fails the case.
     name: the label in reports and scenario file names.
     capabilities: a Capabilities (default: everything the model accepts, which few callables do).
-    device: "cpu" (numpy Batch) or "cuda" / "cuda:N" (TorchBatch; needs torch and a GPU).
+    device: "cpu" (numpy Batch), "cuda" / "cuda:N" (TorchBatch; needs torch and a GPU), or
+        "torch-cpu" (a TorchBatch of CPU tensors: a torch backend run without a GPU).
     can_implement: optional callable(batch) -> None, or a reason string to refuse the case.
     """
 
@@ -167,8 +168,8 @@ class PythonBackend(Backend):
         if not isinstance(self.capabilities_, Capabilities):
             raise TypeError("PythonBackend: capabilities must be a mlaverify.Capabilities")
         self.device = device
-        if device != "cpu" and not str(device).startswith("cuda"):
-            raise InvalidInput(f"device: {device!r} is neither 'cpu' nor 'cuda[:N]'")
+        if device not in ("cpu", "torch-cpu") and not str(device).startswith("cuda"):
+            raise InvalidInput(f"device: {device!r} is none of 'cpu', 'cuda[:N]', 'torch-cpu'")
         self.can_implement_fn = can_implement
         self.calls = 0
         self._name_bytes = name.encode()
@@ -229,7 +230,7 @@ class PythonBackend(Backend):
                 self.fn(batch)
                 return
             from .torch_batch import TorchBatch
-            tb = TorchBatch(batch, self.device)
+            tb = TorchBatch(batch, "cpu" if self.device == "torch-cpu" else self.device)
             self.fn(tb)
             tb.copy_back()
         return self._guard(err, size, body)

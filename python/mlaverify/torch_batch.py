@@ -5,8 +5,8 @@ Why staging and not device pointers: the suite's tables are host-memory (MLAV_ME
 same library, built with or without CUDA, serves a torch or Triton backend; the only GPU code on
 this path is the user's own. Each buffer is copied whole, by the extent its mlav_params implies,
 and the output buffers are copied to the device *with* the guard pattern the suite wrote around
-the real rows, then copied back whole, so a kernel that writes a row past T or a gap a stride
-skips is still caught. The cost is one host-device copy of each buffer per case: the fuzz cases
+the real rows, then copied back whole, so a write past row T or into a gap a stride skips comes
+back to the host buffer where the suite's guard checks look. The cost is one host-device copy of each buffer per case: the fuzz cases
 are small (megabytes), so it stays far below the kernel's own launch and the suite's checking.
 
 Tensors keep the Batch's field names, strides and offsets; bf16 buffers become torch.bfloat16
@@ -97,7 +97,8 @@ class TorchBatch:
     def copy_back(self):
         """Waits for the device and copies o_lat and lse (whole buffers) into the host batch."""
         torch = _torch()
-        torch.cuda.synchronize(self.device)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
         b = self._batch
         if self._o_base is not None:
             o = self._o_base
