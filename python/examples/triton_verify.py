@@ -39,7 +39,8 @@ def _verify_kernel(q_ptr, q_ts, q_hs, q_lat_off, q_pe_off,
                    pool_ptr, lat_off, lat_stride, rope_off, rope_stride, ext_ptr, ext_stride,
                    qo_ptr, req_ptr, slot_begin_ptr, prefix_ptr, slots_ptr, vis_begin_ptr,
                    vis_ptr, o_ptr, o_ts, o_hs, lse_ptr, H, sm_scale,
-                   CACHE_SLOTS: tl.constexpr, NO_DIAGONAL: tl.constexpr, BLOCK_N: tl.constexpr):
+                   CACHE_SLOTS: tl.constexpr, NO_DIAGONAL: tl.constexpr, O_BF16: tl.constexpr,
+                   BLOCK_N: tl.constexpr):
     t = tl.program_id(0)
     h = tl.program_id(1)
     i = tl.load(req_ptr + t)                    # the request of token t
@@ -94,7 +95,9 @@ def _verify_kernel(q_ptr, q_ts, q_hs, q_lat_off, q_pe_off,
         m = m_new
     live = l > 0
     o = tl.where(live, acc / tl.where(live, l, 1.0), 0.0)
-    tl.store(o_ptr + t.to(tl.int64) * o_ts + h * o_hs + k512, o.to(o_ptr.dtype.element_ty))
+    if O_BF16:  # round to nearest even, as the model's output rounding (and cvt.rn) does
+        o = o.to(tl.bfloat16, fp_downcast_rounding="rtne")
+    tl.store(o_ptr + t.to(tl.int64) * o_ts + h * o_hs + k512, o)
     lse = tl.where(live, m + tl.log(tl.where(live, l, 1.0)), float("-inf"))
     tl.store(lse_ptr + t * H + h, lse)
 
@@ -136,7 +139,8 @@ def verify(b, no_diagonal=False):
         b.kv_pool, L.latent_offset, L.latent_stride, L.rope_offset, L.rope_stride,
         ext, b.k_extend_stride, b.qo_indptr, req, slot_begin, prefix, slots, vis_begin, vis,
         b.o_lat, b.o_token_stride, b.o_head_stride, b.lse, b.num_heads, float(b.sm_scale),
-        CACHE_SLOTS=cache, NO_DIAGONAL=no_diagonal, BLOCK_N=BLOCK_N)
+        CACHE_SLOTS=cache, NO_DIAGONAL=no_diagonal, O_BF16=h.o_dtype == "bf16",
+        BLOCK_N=BLOCK_N)
 
 
 def backend(name="triton-verify", device="cuda", no_diagonal=False):

@@ -97,7 +97,7 @@ def test_builtin_mutant_caught_and_replayed(tmp_path):
 
 # ---- the model and backends on caller-held arrays -----------------------------------------------
 
-def random_launch(rng, bs=3, heads=4, bf16=True):
+def random_launch(rng, bs=3, heads=4, bf16=True, o_dtype="bf16"):
     """A small FULL_MASK batch with random trees, k_extend draft rows, scattered prefix slots."""
     D = rng.integers(1, 6, bs)
     P = rng.integers(0, 40, bs)
@@ -122,7 +122,7 @@ def random_launch(rng, bs=3, heads=4, bf16=True):
                      qo_indptr=np.concatenate([[0], np.cumsum(D)]),
                      kv_indptr=np.concatenate([[0], np.cumsum(P)]), kv_indices=slots,
                      mask=np.concatenate(masks), mask_indptr=np.array(mask_indptr),
-                     sm_scale=0.1308608)
+                     sm_scale=0.1308608, o_dtype=o_dtype)
 
 
 @pytest.mark.parametrize("bf16", [True, False])
