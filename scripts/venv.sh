@@ -2,7 +2,7 @@
 # Creates .venv (python3 -m venv) if missing and installs what the Python side needs: numpy,
 # safetensors, pytest, ml_dtypes (tests only), setuptools and wheel, and ./python (the mlaverify
 # package with the dump writer mlaverify_dump; it needs only numpy and safetensors, and bundles
-# build/capi/libmlaverify_c.so when that exists: python/setup.py), each only if missing
+# build/capi/libmlaverify_c.so when that exists: python/_build/mlav_build.py), each only if missing
 # or, for ./python, changed since the last install. Idempotent; prints what it did.
 # PYTHON=/path/to/python3 picks the interpreter (default python3). Needs PyPI on first run.
 set -euo pipefail

@@ -4,7 +4,7 @@ through (ctypes; README.md says why not a CPython extension).
 Where it looks, first hit wins:
   1. $MLAVERIFY_LIBRARY, a path to the .so (an error if set and not loadable: no silent fallback);
   2. mlaverify/_native/libmlaverify_c.so, the copy bundled when the package was installed
-     (python/setup.py copies it from $MLAVERIFY_LIBRARY or the build tree at install time);
+     (python/_build/mlav_build.py copies it from $MLAVERIFY_LIBRARY or the build tree at install time);
   3. the build trees of a source checkout this package sits in: build/capi/, .device/.
 The library is loaded on first use, so `import mlaverify` (and the dump writer) works without it.
 """
