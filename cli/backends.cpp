@@ -5,6 +5,7 @@
 #include "cpu/cpu_backend.h"
 #include "mlaverify/error.h"
 #include "model/model_backend.h"
+#include "plugin/plugin_backend.h"
 #include "props/mutants.h"
 #ifdef MLAV_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -21,6 +22,11 @@ std::vector<std::string> backend_names() {
 }
 
 BackendPtr make_backend(std::string_view name) {
+  // plugin:PATH.so[?config]: a kernel behind the C ABI (plugin/plugin_backend.h); ?guarded runs
+  // it in a worker process with guard regions (plugin/guarded.h).
+  if (name.starts_with(plugin::kPluginPrefix)) {
+    return plugin::make_plugin_backend(name.substr(plugin::kPluginPrefix.size()));
+  }
   if (name == "model") return std::make_shared<model::ModelBackend>();
   if (name == "cpu") return cpu::make_cpu_backend();
   // The CPU backend on the wgmma kernel's folded split plan (CpuOptions::folded).
@@ -30,7 +36,9 @@ BackendPtr make_backend(std::string_view name) {
 #endif
   std::string known;
   for (const std::string& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
-  throw InvalidInput("backend", -1, "unknown backend '" + std::string(name) + "' (known: " + known + ")");
+  throw InvalidInput("backend", -1,
+                     "unknown backend '" + std::string(name) + "' (known: " + known +
+                         ", plugin:PATH.so[?config])");
 }
 
 BackendPtr make_backend_or_mutant(std::string_view name) {

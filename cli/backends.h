@@ -14,6 +14,11 @@ namespace mlaverify::cli {
 std::vector<std::string> backend_names();
 
 // InvalidInput("backend", -1, ...) listing the known names when `name` is unknown.
+// "plugin:PATH.so[?ITEMS]" loads a plugin through the C ABI (include/mlaverify/c_api.h): ITEMS
+// are '&'-separated; `guarded` runs every call in a worker process with guard regions around the
+// outputs and `timeout=SECONDS` bounds each call there (default 60); the rest is the plugin's
+// config string. A bad path, a missing mlav_plugin_open or a broken table is one InvalidInput
+// line naming the path.
 BackendPtr make_backend(std::string_view name);
 
 inline constexpr std::string_view kMutantPrefix = "mutant:";

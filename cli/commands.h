@@ -67,6 +67,7 @@ struct FuzzOptions {
   int32_t shard_index = 0;              // --shard K/N: run the cases i with i % N == K
   int32_t shard_count = 1;
   bool progress_bar = false;         // redraw one line on `progress` (a terminal)
+  bool coverage = false;             // print the whole coverage table (props/coverage.h)
   std::ostream* progress = nullptr;  // progress output (lines or bar); null: none
 };
 
@@ -97,6 +98,10 @@ struct CampaignReport {
   std::vector<FailureSummary> failures;
 
   std::vector<std::string> not_verified;  // why the run is not green although nothing failed
+  // Accepted values no generated case took (props::Coverage::missing), and the table; a run
+  // only (a merge has neither).
+  std::vector<std::string> coverage_missing;
+  std::string coverage_table;
   int exit_code = kExitPass;
 };
 

@@ -44,6 +44,19 @@ void print_campaign(const CampaignReport& r, std::ostream& out) {
         << f.shrink_steps << " steps to " << f.shrunk << ": " << f.detail << "\n";
     if (!f.file.empty()) out << "  scenario written to " << f.file << "\n";
   }
+  int32_t skips = 0;
+  for (const props::PropertyStats& s : r.stats) skips += s.skipped;
+  if (skips > 0) {
+    out << "note: " << skips << " property runs skipped: the backend refused cases inside what it "
+        << "declares (its capabilities and can_implement disagree)\n";
+  }
+  if (!r.coverage_table.empty()) out << r.coverage_table;
+  if (!r.coverage_missing.empty()) {
+    out << "coverage: " << r.coverage_missing.size()
+        << " accepted values no case took (more --cases, or a generator hole):";
+    for (const std::string& m : r.coverage_missing) out << " " << m << ";";
+    out << "\n";
+  }
   for (const std::string& line : r.not_verified) out << "NOT VERIFIED: " << line << "\n";
   out << "verdict: "
       << (!r.failures.empty()       ? "FAIL (" + std::to_string(r.failures.size()) + " failure(s))"
@@ -129,6 +142,8 @@ CampaignReport run_fuzz(Backend& backend, const FuzzOptions& options, std::ostre
     r.failures.push_back({f.property, f.case_index, f.shrink_steps, f.shrink_evals,
                           scenarios::summary(f.shrunk.spec), f.detail, f.file.string()});
   }
+  r.coverage_missing = fr.coverage.missing();
+  if (options.coverage) r.coverage_table = fr.coverage.to_string();
   judge(r);
   print_campaign(r, out);
   return r;

@@ -58,6 +58,14 @@ int run_guarded(Command& c) {
   }
 }
 
+// --backend's help: the names, mutants and plugins (cli/backends.h, include/mlaverify/c_api.h).
+constexpr const char* kBackendHelp =
+    "model, cpu, cpu-folded, cuda, mutant:<name>, or plugin:PATH.so[?ITEMS]: a kernel behind the "
+    "C ABI (include/mlaverify/c_api.h). ITEMS are &-separated: 'guarded' runs every call in a "
+    "worker process with guard regions around the outputs (out-of-bounds writes, crashes and "
+    "hangs become failing cases), 'timeout=SECONDS' bounds each guarded call (default 60); the "
+    "rest is the plugin's config";
+
 void write_json_if(bool json, auto&&... args) {
   if (json) cli::write_json(args..., std::cout);
 }
@@ -99,7 +107,7 @@ int main(int argc, char** argv) {
   std::filesystem::path report_file;
   {
     Command& c = add("fuzz", "Run a fuzz campaign of every property on a backend");
-    c.app->add_option("--backend", fz.backend, "model, cpu, cpu-folded, cuda, or mutant:<name>");
+    c.app->add_option("--backend", fz.backend, kBackendHelp);
     c.app->add_option("--cases", fz.cases, "Random cases")->check(CLI::Range(1, 1000000));
     c.app->add_option("--seed", fz.seed, "Seed: the campaign is a function of it");
     c.app->add_option("--property", fz.properties, "Only these properties (repeatable)");
@@ -108,6 +116,8 @@ int main(int argc, char** argv) {
                       "K/N: run only the campaign's cases i with i % N == K (0 <= K < N); the N "
                       "shards together run exactly the unsharded campaign's cases");
     c.app->add_option("--report", report_file, "Write the result as JSON here (for merge)");
+    c.app->add_flag("--coverage", fz.coverage,
+                    "Print which value of every field and which edge the cases took");
     c.run = [&](std::ostream& human, bool json) {
       if (!shard.empty()) cli::parse_shard(shard, fz.shard_index, fz.shard_count);
       fz.progress = &std::cerr;
@@ -140,7 +150,7 @@ int main(int argc, char** argv) {
                      "Replay scenario files on a backend, or server dumps (.safetensors) against "
                      "the model");
     c.app->add_option("--backend", rp.backend,
-                      "model, cpu, cpu-folded, cuda, or mutant:<name> (dumps: also run it)");
+                      std::string(kBackendHelp) + " (dumps: also run it)");
     c.app->add_option("paths", rp.paths, "Scenario files, server dumps, or folders")->required();
     c.app->add_flag("!--no-recorded", rp.check_recorded,
                     "Skip re-running scenarios on the mutant that found them");
@@ -230,7 +240,9 @@ int main(int argc, char** argv) {
     c.app->add_option("file", sh.input, "A scenario (.json) or a server dump (.safetensors)")
         ->required();
     c.app->add_option("--out", sh.out, "Output stem: writes <stem>.svg and <stem>.png");
-    c.app->add_option("--backend", sh.backend, "Scenario: the backend whose error is drawn (cpu)");
+    c.app->add_option("--backend", sh.backend,
+                      std::string("Scenario: the backend whose error is drawn (cpu); ") +
+                          kBackendHelp);
     c.run = [&](std::ostream& human, bool json) {
       sh.json = json;
       return cli::show(sh, json ? std::cout : human);

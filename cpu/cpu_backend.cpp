@@ -441,6 +441,14 @@ std::string CpuBackend::name() const {
   return name.append("]");
 }
 
+Capabilities CpuBackend::capabilities() const {
+  Capabilities c;
+  c.honours_num_splits = true;
+  c.numerics.accumulate_unit = 0x1.0p-24;
+  c.numerics.tile_keys = kKvTile;
+  return c;
+}
+
 Support CpuBackend::can_implement(const VerifyParams& p) const {
   if (options_.fault != CpuFault::None && !faults_compiled_in()) {
     return Support::no("fault " + std::string(fault_name(options_.fault)) +
@@ -462,9 +470,12 @@ size_t CpuBackend::workspace_bytes(const VerifyParams& p) const {
          static_cast<size_t>(p.num_heads) * kPartialStride * sizeof(float);
 }
 
-void CpuBackend::run(const VerifyParams& p) {
-  model::validate_params(p);
-  if (Support s = can_implement(p); !s) throw Unsupported("cpu backend: " + s.reason);
+void CpuBackend::run(const VerifyParams& given) {
+  model::validate_params(given);
+  if (Support s = can_implement(given); !s) throw Unsupported("cpu backend: " + s.reason);
+  // The kernel's algorithm reads token-level int64 indices; int32 ids and page tables are
+  // translated first (validated above, so the translation cannot read out of bounds).
+  const VerifyParams p = model::with_token_indices(given, kv_indptr_, kv_indices_);
 
   RunContext ctx;
   ctx.p = &p;

@@ -61,6 +61,9 @@ class CpuBackend final : public Backend {
 
   // "cpu", "cpu[folded]" on the folded plan, "cpu[fault=Name]" when a fault is injected.
   std::string name() const override;
+  // Every case the model takes; deterministic, num_splits honoured exactly; numerics as above
+  // (fp32 accumulation 2^-24, bf16 P, f32 operands rounded to bf16).
+  Capabilities capabilities() const override;
   // No for max_draft > 1024, dtypes other than bf16 / f32, or a fault this build compiled out.
   Support can_implement(const VerifyParams& p) const override;
   // num_partials(num_splits) * max_total_q * H * (512 + 1) floats: every partial (o, lse).
@@ -78,6 +81,8 @@ class CpuBackend final : public Backend {
   CpuOptions options_;
   std::unique_ptr<ThreadPool> pool_;
   std::vector<float> workspace_;  // [num_partials, T, H, 513]: o (512) then lse
+  std::vector<int32_t> kv_indptr_;   // [bs + 1] when run translated the kv indexing
+  std::vector<int64_t> kv_indices_;  // token-level slots of that translation
 };
 
 BackendPtr make_cpu_backend(CpuOptions options = {});

@@ -76,9 +76,22 @@ struct CudaBackend::State {
 CudaBackend::CudaBackend() : state_(std::make_unique<State>()) {}
 CudaBackend::~CudaBackend() = default;
 
+Capabilities CudaBackend::capabilities() const {
+  Capabilities c;
+  c.q_dtypes = bit(DType::BF16);
+  c.kv_dtypes = bit(DType::BF16);
+  c.kv_indexings = bit(KvIndexing::TokenI64);
+  c.honours_num_splits = true;
+  c.numerics.accumulate_unit = 0x1.0p-23;
+  return c;
+}
+
 Support CudaBackend::can_implement(const VerifyParams& p) const {
   if (Support dev = cuda_device_available(); !dev)
     return Support::no("no CUDA device: " + dev.reason);
+  if (p.kv_indexing != KvIndexing::TokenI64) {
+    return Support::no("kv_indexing must be token_i64 (the kernel reads int64 kv_indices)");
+  }
   return detail::check_static(p, /*check_pointers=*/false);
 }
 

@@ -21,6 +21,10 @@ class CudaBackend : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   std::string name() const override { return "cuda"; }
+  // bf16 queries and pools, token-level int64 kv_indices (the kernel reads them on the device;
+  // int32 ids and page tables are not translated here), every mask format and draft source;
+  // deterministic, num_splits honoured; tensor-core accumulation declared as 2^-23.
+  Capabilities capabilities() const override;
   // No for: no device, non-bf16 q or pool, misaligned strides (VerifyKernel::can_implement).
   Support can_implement(const VerifyParams& p) const override;
   size_t workspace_bytes(const VerifyParams& p) const override;

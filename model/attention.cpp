@@ -48,9 +48,9 @@ void load_queries(const VerifyParams& p, const RequestExtent& e, RowMat& q_lat, 
   }
 }
 
-// Where key n of a request lives: n < P is prefix key n (slot kv_indices[kv_begin + n]); n >= P
-// is draft node n - P, from k_extend row q_begin + (n - P) (latent-first) or, on the CacheSlots
-// path, from slot kv_indices[kv_begin + n] (the last D_i entries of the request's kv range).
+// Where key n of a request lives: n < P is prefix key n (slot kv_slot(p, e, n)); n >= P is draft
+// node n - P, from k_extend row q_begin + (n - P) (latent-first) or, on the CacheSlots path, from
+// slot kv_slot(p, e, n) (the last D_i entries of the request's kv range).
 struct KeyPlace {
   const void* base;
   int64_t latent;  // element index of c (512)
@@ -59,7 +59,7 @@ struct KeyPlace {
 
 KeyPlace key_place(const VerifyParams& p, const RequestExtent& e, int64_t n) {
   if (n < e.prefix_len || p.draft_source == DraftKvSource::CacheSlots) {
-    const int64_t slot = p.kv_indices[e.kv_begin + n];
+    const int64_t slot = kv_slot(p, e, n);
     return {p.kv_pool, p.kv_layout.latent_index(slot), p.kv_layout.rope_index(slot)};
   }
   const int64_t latent = (e.q_begin + (n - e.prefix_len)) * p.k_extend_stride;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "mlaverify/bf16.h"
@@ -50,6 +51,16 @@ struct BatchSpec {
   int32_t num_splits = 1;           // NSPLIT in params
   int64_t spare_pages = -1;         // free pages beyond the batch's (-1: max(4, used / 8))
   uint64_t seed = 0;
+
+  // How the same values are presented to a backend (params()); none changes a logical value.
+  DType q_dtype = DType::BF16;          // F32: the bf16 queries widened exactly
+  bool q_rope_first = false;            // each head's row [q_pe | q_lat] instead of [q_lat | q_pe]
+  int64_t q_head_stride = kRowDim;      // >= 576: NaN padding after each head's row
+  DType o_dtype = DType::BF16;          // F32: the output rounded once, to fp32
+  int64_t o_head_stride = kLatentDim;   // >= 512: poisoned gaps a backend must not write
+  int64_t k_extend_stride = kRowDim;    // >= 576: NaN padding after each k_extend row
+  KvIndexing kv_indexing = KvIndexing::TokenI64;  // PageTable uses page_size (slots page-aligned)
+  int32_t tail_rows = 0;  // rows past T in q, k_extend, o and lse (max_total_q = T + tail_rows)
 };
 
 // Owns the buffers of one launch. Logical data depend only on (trees, prefix lengths, num_heads,
@@ -66,14 +77,23 @@ class VerifyBatch {
   // contiguous; k_extend is null on the CacheSlots path so no backend reads it there.
   VerifyParams params();
 
-  // o_lat := bf16 NaN and lse := NaN, so rows a backend fails to write are visible.
+  // o_lat := NaN and lse := NaN, so rows a backend fails to write are visible; the elements no
+  // backend may write (head-stride gaps, tail rows) get a signalling pattern instead.
   void poison_outputs();
+  // Elements of the output buffers a backend wrote but must not have (stride gaps, rows past T:
+  // backend.h's rules), counted against the pattern poison_outputs left; the first one's place.
+  struct StrayWrites {
+    int64_t count = 0;
+    std::string first;  // "o_lat row 7 head 2 element 515" / "lse row 9 (past T)"
+  };
+  StrayWrites stray_writes() const;
 
   const BatchSpec& spec() const { return spec_; }
   int32_t real_batch_size() const { return real_bs_; }
   int32_t batch_size() const { return static_cast<int32_t>(prefix_lens_.size()); }  // padded
   int64_t real_tokens() const { return metadata_.qo_indptr[static_cast<size_t>(real_bs_)]; }
   int64_t total_tokens() const { return metadata_.total_q(); }  // T, padded rows included
+  int64_t row_capacity() const { return metadata_.total_q() + spec_.tail_rows; }  // max_total_q
   int32_t max_draft() const { return max_draft_; }
 
   // Per request, padded rows included (padded: chain(D) standing in, P = 1, row 0).
@@ -126,8 +146,18 @@ class VerifyBatch {
   EncodedMask mask_;
   std::vector<bf16> q_;              // [T, H, 576] latent-first
   std::vector<std::byte> k_extend_;  // [T, 576] latent-first, kv_dtype
-  std::vector<bf16> o_lat_;          // [T, H, 512]
-  std::vector<float> lse_;           // [T, H]
+  std::vector<bf16> o_lat_;          // [T + tail, H, 512]
+  std::vector<float> lse_;           // [T + tail, H]
+  // The presented forms params() builds when the spec asks for them (empty otherwise).
+  std::vector<std::byte> q_store_;         // [T + tail, H, q_head_stride] of q_dtype
+  std::vector<std::byte> k_extend_store_;  // [T + tail, k_extend_stride] of kv_dtype
+  std::vector<std::byte> o_store_;         // [T + tail, H, o_head_stride] of o_dtype
+  std::vector<int32_t> kv_indices_i32_;    // TokenI32
+  std::vector<int32_t> block_table_;       // PageTable [bs, block_table_stride_]
+  int32_t block_table_stride_ = 0;
+  bool presented_o() const {
+    return spec_.o_dtype != DType::BF16 || spec_.o_head_stride != kLatentDim;
+  }
 };
 
 }  // namespace mlaverify::model

@@ -13,6 +13,17 @@ namespace mlaverify::model {
 class ModelBackend : public Backend {
  public:
   std::string name() const override { return "model"; }
+  // Everything the model accepts; its arithmetic is double (units 2^-52), f32 operands read as
+  // stored, no rounding of P, one rounding of o to o_dtype.
+  Capabilities capabilities() const override {
+    Capabilities c;
+    c.numerics.operand_unit = 0;
+    c.numerics.accumulate_unit = 0x1.0p-52;
+    c.numerics.p_unit = 0;
+    c.numerics.exp_unit = 0x1.0p-52;
+    c.numerics.max_partials = 1;
+    return c;
+  }
   // Yes for every well-formed params; for malformed ones no, with validate_params' message.
   Support can_implement(const VerifyParams& p) const override;
   // The model needs no scratch: it allocates its own double buffers.

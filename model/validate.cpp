@@ -2,10 +2,12 @@
 // Each rejection names the field and the index at fault (InvalidInput), never a crash or UB.
 #include "model/validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "mlaverify/error.h"
 #include "mlaverify/split_plan.h"
@@ -105,6 +107,11 @@ void validate_enums(const VerifyParams& p) {
     throw InvalidInput("mask_indptr_convention", -1,
                        "unknown convention " + str(static_cast<int32_t>(p.mask_indptr_convention)));
   }
+  if (p.kv_indexing != KvIndexing::TokenI64 && p.kv_indexing != KvIndexing::TokenI32 &&
+      p.kv_indexing != KvIndexing::PageTable) {
+    throw InvalidInput("kv_indexing", -1,
+                       "unknown kv indexing " + str(static_cast<int32_t>(p.kv_indexing)));
+  }
 }
 
 // A [rows, H, width] buffer addressed as token * token_stride + head * head_stride + k: each head's
@@ -176,12 +183,24 @@ void validate_metadata(const VerifyParams& p) {
   }
 
   require_non_null("kv_indptr", p.kv_indptr);
-  check_indptr<int32_t>("kv_indptr", p.kv_indptr, bs + 1, IndptrConvention::Csr, bs);
-  const int64_t kv_total = p.kv_indptr[bs];
-  if (kv_total > p.kv_indices_len) {
-    throw InvalidInput(
-        "kv_indices_len", -1,
-        "kv_indptr[bs] = " + str(kv_total) + " exceeds kv_indices_len = " + str(p.kv_indices_len));
+  const bool paged = p.kv_indexing == KvIndexing::PageTable;
+  if (paged) {
+    // Only the lengths are read: non-decreasing is the whole rule.
+    for (int32_t i = 0; i < bs; ++i) {
+      if (p.kv_indptr[i + 1] < p.kv_indptr[i]) {
+        throw InvalidInput("kv_indptr", i + 1,
+                           str(p.kv_indptr[i + 1]) + " < kv_indptr[" + str(i) + "] = " +
+                               str(p.kv_indptr[i]) + " (a negative kv length)");
+      }
+    }
+  } else {
+    check_indptr<int32_t>("kv_indptr", p.kv_indptr, bs + 1, IndptrConvention::Csr, bs);
+    const int64_t kv_total = p.kv_indptr[bs];
+    if (kv_total > p.kv_indices_len) {
+      throw InvalidInput("kv_indices_len", -1,
+                         "kv_indptr[bs] = " + str(kv_total) +
+                             " exceeds kv_indices_len = " + str(p.kv_indices_len));
+    }
   }
   if (p.draft_source == DraftKvSource::CacheSlots) {
     // The unified path puts the D_i draft slots at the end of each request's kv range, so the
@@ -196,18 +215,98 @@ void validate_metadata(const VerifyParams& p) {
       }
     }
   }
-  if (kv_total > 0) require_non_null("kv_indices", p.kv_indices);
-  // kv_indptr is CSR from 0 and non-decreasing, so [0, kv_total) is exactly what backends read.
-  for (int64_t k = 0; k < kv_total; ++k) {
-    const int64_t slot = p.kv_indices[k];
+  auto check_slot = [&](const char* field, int64_t index, int64_t slot) {
     if (slot < 0 || slot >= p.pool_slots) {
-      throw InvalidInput("kv_indices", k,
+      throw InvalidInput(field, index,
                          "slot " + str(slot) + " outside pool of " + str(p.pool_slots));
     }
+  };
+  switch (p.kv_indexing) {
+    case KvIndexing::TokenI64:
+    case KvIndexing::TokenI32: {
+      const int64_t kv_total = p.kv_indptr[bs];
+      const bool i32 = p.kv_indexing == KvIndexing::TokenI32;
+      const char* field = i32 ? "kv_indices_i32" : "kv_indices";
+      if (kv_total > 0) {
+        require_non_null(field, i32 ? static_cast<const void*>(p.kv_indices_i32)
+                                    : static_cast<const void*>(p.kv_indices));
+      }
+      // kv_indptr is CSR from 0 and non-decreasing, so [0, kv_total) is exactly what is read.
+      for (int64_t k = 0; k < kv_total; ++k) {
+        check_slot(field, k, i32 ? p.kv_indices_i32[k] : p.kv_indices[k]);
+      }
+      break;
+    }
+    case KvIndexing::PageTable: {
+      if (p.page_size < 1) throw InvalidInput("page_size", -1, str(p.page_size) + " < 1");
+      if (p.block_table_stride < 0) {
+        throw InvalidInput("block_table_stride", -1, str(p.block_table_stride) + " < 0");
+      }
+      bool any = false;
+      for (int32_t i = 0; i < bs; ++i) {
+        const int64_t kv_len = static_cast<int64_t>(p.kv_indptr[i + 1]) - p.kv_indptr[i];
+        const int64_t pages = (kv_len + p.page_size - 1) / p.page_size;
+        if (pages > p.block_table_stride) {
+          throw InvalidInput("block_table_stride", i,
+                             "request " + str(i) + " needs " + str(pages) + " pages of " +
+                                 str(p.page_size) + " for kv length " + str(kv_len) +
+                                 "; the table row holds " + str(p.block_table_stride));
+        }
+        any = any || pages > 0;
+      }
+      if (any) require_non_null("block_table", p.block_table);
+      for (int32_t i = 0; i < bs; ++i) {
+        const int64_t kv_len = static_cast<int64_t>(p.kv_indptr[i + 1]) - p.kv_indptr[i];
+        const int64_t pages = (kv_len + p.page_size - 1) / p.page_size;
+        for (int64_t g = 0; g < pages; ++g) {
+          const int64_t at = static_cast<int64_t>(i) * p.block_table_stride + g;
+          const int64_t page = p.block_table[at];
+          // The last slot of the page this request reads.
+          const int64_t used = std::min<int64_t>(p.page_size, kv_len - g * p.page_size);
+          if (page < 0 || (page * p.page_size + used - 1) >= p.pool_slots) {
+            throw InvalidInput("block_table", at,
+                               "page " + str(page) + " of " + str(p.page_size) +
+                                   " slots reaches outside the pool of " + str(p.pool_slots));
+          }
+        }
+      }
+      break;
+    }
+    default:
+      throw InvalidInput("kv_indexing", -1, "unknown value " + str(int(p.kv_indexing)));
   }
 }
 
 }  // namespace
+
+VerifyParams with_token_indices(const VerifyParams& p, std::vector<int32_t>& kv_indptr,
+                                std::vector<int64_t>& kv_indices) {
+  if (p.kv_indexing == KvIndexing::TokenI64) return p;
+  VerifyParams out = p;
+  kv_indptr.assign(static_cast<size_t>(p.batch_size) + 1, 0);
+  int64_t total = 0;
+  for (int32_t i = 0; i < p.batch_size; ++i) {
+    total += static_cast<int64_t>(p.kv_indptr[i + 1]) - p.kv_indptr[i];
+    kv_indptr[static_cast<size_t>(i) + 1] = static_cast<int32_t>(total);
+  }
+  kv_indices.resize(static_cast<size_t>(total));
+  for (int32_t i = 0; i < p.batch_size; ++i) {
+    const RequestExtent e = request_extent(p, i);
+    const int64_t kv_len = static_cast<int64_t>(p.kv_indptr[i + 1]) - p.kv_indptr[i];
+    for (int64_t k = 0; k < kv_len; ++k) {
+      kv_indices[static_cast<size_t>(kv_indptr[static_cast<size_t>(i)] + k)] = kv_slot(p, e, k);
+    }
+  }
+  out.kv_indexing = KvIndexing::TokenI64;
+  out.kv_indptr = kv_indptr.data();
+  out.kv_indices = kv_indices.data();
+  out.kv_indices_len = total;
+  out.kv_indices_i32 = nullptr;
+  out.block_table = nullptr;
+  out.block_table_stride = 0;
+  out.page_size = 1;
+  return out;
+}
 
 void validate_params(const VerifyParams& p) {
   validate_static_sizes(p);

@@ -8,8 +8,8 @@ namespace mlaverify::plugin {
 
 const char* buffer_name(BufferId id) {
   static constexpr const char* kNames[kNumBuffers] = {
-      "q",        "kv_pool", "qo_indptr", "kv_indptr",   "kv_indices", "kv_indices_i32",
-      "block_table", "k_extend", "mask", "mask_indptr", "o_lat",      "lse"};
+      "q",           "kv_pool",  "qo_indptr", "kv_indptr",   "kv_indices", "kv_indices_i32",
+      "block_table", "k_extend", "mask",      "mask_indptr", "o_lat",      "lse"};
   return id >= 0 && id < kNumBuffers ? kNames[id] : "?";
 }
 
@@ -48,9 +48,9 @@ std::array<size_t, kNumBuffers> buffer_bytes(const VerifyParams& p) {
   if (p.mask_format == MaskFormat::FullMask || p.mask_format == MaskFormat::FlashInferPacked) {
     b[kMaskIndptr] = sz(indptr_length(p.mask_indptr_convention, bs), 8);
   }
-  b[kOLat] = sz((p.max_total_q - 1) * p.o_token_stride + (p.num_heads - 1) * p.o_head_stride +
-                    kLatentDim,
-                dtype_bytes(p.o_dtype));
+  b[kOLat] =
+      sz((p.max_total_q - 1) * p.o_token_stride + (p.num_heads - 1) * p.o_head_stride + kLatentDim,
+         dtype_bytes(p.o_dtype));
   if (p.lse != nullptr) b[kLse] = sz(p.max_total_q * p.num_heads, 4);
   // A buffer the caller did not pass (null) is not passed on either.
   for (int id = 0; id < kNumBuffers; ++id) {
@@ -61,38 +61,76 @@ std::array<size_t, kNumBuffers> buffer_bytes(const VerifyParams& p) {
 
 const void* buffer_ptr(const VerifyParams& p, BufferId id) {
   switch (id) {
-    case kQ: return p.q;
-    case kKvPool: return p.kv_pool;
-    case kQoIndptr: return p.qo_indptr;
-    case kKvIndptr: return p.kv_indptr;
-    case kKvIndices: return p.kv_indices;
-    case kKvIndicesI32: return p.kv_indices_i32;
-    case kBlockTable: return p.block_table;
-    case kKExtend: return p.k_extend;
-    case kMask: return p.mask;
-    case kMaskIndptr: return p.mask_indptr;
-    case kOLat: return p.o_lat;
-    case kLse: return p.lse;
-    default: return nullptr;
+    case kQ:
+      return p.q;
+    case kKvPool:
+      return p.kv_pool;
+    case kQoIndptr:
+      return p.qo_indptr;
+    case kKvIndptr:
+      return p.kv_indptr;
+    case kKvIndices:
+      return p.kv_indices;
+    case kKvIndicesI32:
+      return p.kv_indices_i32;
+    case kBlockTable:
+      return p.block_table;
+    case kKExtend:
+      return p.k_extend;
+    case kMask:
+      return p.mask;
+    case kMaskIndptr:
+      return p.mask_indptr;
+    case kOLat:
+      return p.o_lat;
+    case kLse:
+      return p.lse;
+    default:
+      return nullptr;
   }
 }
 
 void set_buffer_ptr(VerifyParams& p, BufferId id, const void* ptr) {
   void* w = const_cast<void*>(ptr);
   switch (id) {
-    case kQ: p.q = ptr; break;
-    case kKvPool: p.kv_pool = ptr; break;
-    case kQoIndptr: p.qo_indptr = static_cast<const int32_t*>(ptr); break;
-    case kKvIndptr: p.kv_indptr = static_cast<const int32_t*>(ptr); break;
-    case kKvIndices: p.kv_indices = static_cast<const int64_t*>(ptr); break;
-    case kKvIndicesI32: p.kv_indices_i32 = static_cast<const int32_t*>(ptr); break;
-    case kBlockTable: p.block_table = static_cast<const int32_t*>(ptr); break;
-    case kKExtend: p.k_extend = ptr; break;
-    case kMask: p.mask = ptr; break;
-    case kMaskIndptr: p.mask_indptr = static_cast<const int64_t*>(ptr); break;
-    case kOLat: p.o_lat = w; break;
-    case kLse: p.lse = static_cast<float*>(w); break;
-    default: break;
+    case kQ:
+      p.q = ptr;
+      break;
+    case kKvPool:
+      p.kv_pool = ptr;
+      break;
+    case kQoIndptr:
+      p.qo_indptr = static_cast<const int32_t*>(ptr);
+      break;
+    case kKvIndptr:
+      p.kv_indptr = static_cast<const int32_t*>(ptr);
+      break;
+    case kKvIndices:
+      p.kv_indices = static_cast<const int64_t*>(ptr);
+      break;
+    case kKvIndicesI32:
+      p.kv_indices_i32 = static_cast<const int32_t*>(ptr);
+      break;
+    case kBlockTable:
+      p.block_table = static_cast<const int32_t*>(ptr);
+      break;
+    case kKExtend:
+      p.k_extend = ptr;
+      break;
+    case kMask:
+      p.mask = ptr;
+      break;
+    case kMaskIndptr:
+      p.mask_indptr = static_cast<const int64_t*>(ptr);
+      break;
+    case kOLat:
+      p.o_lat = w;
+      break;
+    case kLse:
+      p.lse = static_cast<float*>(w);
+      break;
+    default:
+      break;
   }
 }
 
@@ -128,7 +166,8 @@ std::string OutputGeometry::describe(size_t offset) const {
   const int64_t t = e / token_stride;
   const int64_t r = e % token_stride;
   std::string s = "token " + std::to_string(t);
-  if (r / head_stride >= heads) return s + " past head " + std::to_string(heads - 1) + " (token-stride gap)";
+  if (r / head_stride >= heads)
+    return s + " past head " + std::to_string(heads - 1) + " (token-stride gap)";
   s += " head " + std::to_string(r / head_stride);
   if (row_elements > 1) {
     s += " column " + std::to_string(r % head_stride);

@@ -11,8 +11,7 @@
 #include "plugin/plugin_backend.h"
 
 extern "C" MLAV_EXPORT mlav_status mlav_plugin_open(uint32_t abi_version, const char* config,
-                                                    mlav_backend* out, char* err,
-                                                    size_t err_size) {
+                                                    mlav_backend* out, char* err, size_t err_size) {
   using namespace mlaverify;
   return plugin::open_exported(abi_version, config, out, err, err_size, [](std::string_view cfg) {
     cpu::CpuOptions options;
@@ -23,10 +22,15 @@ extern "C" MLAV_EXPORT mlav_status mlav_plugin_open(uint32_t abi_version, const 
       if (item == "folded") {
         options.folded = true;
       } else if (item.rfind("threads=", 0) == 0) {
-        options.threads = std::atoi(item.c_str() + 8);
+        char* end = nullptr;
+        const long n = std::strtol(item.c_str() + 8, &end, 10);
+        if (end == item.c_str() + 8 || *end != '\0' || n < 0 || n > 1024) {
+          throw InvalidInput("config", -1, "cpu plugin: '" + item + "': threads is 0..1024");
+        }
+        options.threads = static_cast<int>(n);
       } else if (!item.empty()) {
-        throw InvalidInput("config", -1, "cpu plugin: unknown item '" + item +
-                                             "' (known: threads=N, folded)");
+        throw InvalidInput("config", -1,
+                           "cpu plugin: unknown item '" + item + "' (known: threads=N, folded)");
       }
     }
     return cpu::make_cpu_backend(options);

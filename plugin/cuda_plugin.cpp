@@ -90,8 +90,7 @@ void destroy(void* self) { delete static_cast<CudaPlugin*>(self); }
 }  // namespace
 
 extern "C" MLAV_EXPORT mlav_status mlav_plugin_open(uint32_t abi_version, const char* config,
-                                                    mlav_backend* out, char* err,
-                                                    size_t err_size) {
+                                                    mlav_backend* out, char* err, size_t err_size) {
   if (abi_version == 0 || out == nullptr || out->struct_size < sizeof(mlav_backend)) {
     plugin::write_error(err, err_size, "cuda plugin: needs an ABI >= 1 mlav_backend to fill");
     return MLAV_INVALID_INPUT;

@@ -20,8 +20,9 @@ namespace mlaverify::plugin {
 #ifndef MLAV_HAVE_CUDA
 
 Support device_available() {
-  return Support::no("a MLAV_MEMORY_CUDA plugin needs mlaverify built with CUDA (nvcc not found "
-                     "at configure time)");
+  return Support::no(
+      "a MLAV_MEMORY_CUDA plugin needs mlaverify built with CUDA (nvcc not found "
+      "at configure time)");
 }
 
 std::unique_ptr<DeviceStaging> make_device_staging() {
@@ -89,9 +90,9 @@ class CudaStaging final : public DeviceStaging {
     if (wg > 0) {
       const auto* h = static_cast<const unsigned char*>(host_ws);
       cuda_check(cudaMemcpyAsync(ws, h - wg, wg, cudaMemcpyHostToDevice, stream_), "guard");
-      cuda_check(cudaMemcpyAsync(ws + wg + ws_bytes, h + ws_bytes, wg, cudaMemcpyHostToDevice,
-                                 stream_),
-                 "guard");
+      cuda_check(
+          cudaMemcpyAsync(ws + wg + ws_bytes, h + ws_bytes, wg, cudaMemcpyHostToDevice, stream_),
+          "guard");
     }
     ws_ptr_ = ws + wg;
   }
@@ -112,9 +113,9 @@ class CudaStaging final : public DeviceStaging {
     if (host_ws != nullptr && guard > 0) {
       auto* h = static_cast<unsigned char*>(host_ws);
       cuda_check(cudaMemcpy(h - guard, ws_.ptr, guard, cudaMemcpyDeviceToHost), "guard back");
-      cuda_check(cudaMemcpy(h + ws_bytes, ws_.ptr + guard + ws_bytes, guard,
-                            cudaMemcpyDeviceToHost),
-                 "guard back");
+      cuda_check(
+          cudaMemcpy(h + ws_bytes, ws_.ptr + guard + ws_bytes, guard, cudaMemcpyDeviceToHost),
+          "guard back");
     }
   }
 

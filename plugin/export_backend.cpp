@@ -41,8 +41,7 @@ mlav_status guard_call(char* err, size_t err_size, F&& body) {
   }
 }
 
-mlav_status exported_capabilities(void* self, mlav_capabilities* caps, char* err,
-                                  size_t err_size) {
+mlav_status exported_capabilities(void* self, mlav_capabilities* caps, char* err, size_t err_size) {
   return guard_call(err, err_size, [&] {
     if (caps == nullptr) throw InvalidInput("caps", -1, "NULL");
     const mlav_capabilities c = to_c_capabilities(self_of(self).backend->capabilities());
@@ -57,19 +56,22 @@ mlav_status exported_capabilities(void* self, mlav_capabilities* caps, char* err
 
 mlav_status exported_can_implement(void* self, const mlav_params* p, char* why, size_t why_size) {
   Support s;
-  const mlav_status st =
-      guard_call(why, why_size, [&] { s = self_of(self).backend->can_implement(from_c_params(p)); });
+  const mlav_status st = guard_call(
+      why, why_size, [&] { s = self_of(self).backend->can_implement(from_c_params(p)); });
   if (st != MLAV_OK) return st;
   if (s) return MLAV_OK;
   write_error(why, why_size, s.reason);
   return MLAV_UNSUPPORTED;
 }
 
-mlav_status exported_workspace_bytes(void* self, const mlav_params* p, uint64_t* bytes, char* err,
-                                     size_t err_size) {
+// 0: Backend::run allocates its own scratch (Backend::workspace_bytes says how much it takes),
+// so a caller's workspace would go unused (and a guarded run would map it for nothing).
+mlav_status exported_workspace_bytes(void* /*self*/, const mlav_params* p, uint64_t* bytes,
+                                     char* err, size_t err_size) {
   return guard_call(err, err_size, [&] {
     if (bytes == nullptr) throw InvalidInput("bytes", -1, "NULL");
-    *bytes = self_of(self).backend->workspace_bytes(from_c_params(p));
+    from_c_params(p);  // still an mlav_params of ABI >= 1
+    *bytes = 0;
   });
 }
 

@@ -2,6 +2,7 @@
 // the shared region of one run with guard bytes around every output, and the check afterwards.
 #include "plugin/guarded.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -13,6 +14,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -33,10 +36,14 @@ enum Op : uint32_t { kOpCanImplement = 1, kOpWorkspaceBytes = 2, kOpRun = 3 };
 
 const char* op_name(uint32_t op) {
   switch (op) {
-    case kOpCanImplement: return "can_implement";
-    case kOpWorkspaceBytes: return "workspace_bytes";
-    case kOpRun: return "run";
-    default: return "opening the plugin";
+    case kOpCanImplement:
+      return "can_implement";
+    case kOpWorkspaceBytes:
+      return "workspace_bytes";
+    case kOpRun:
+      return "run";
+    default:
+      return "opening the plugin";
   }
 }
 
@@ -52,7 +59,13 @@ struct Request {
   uint64_t guard = 0;
 };
 
+// Both ends must agree on these structs: the worker executable is built from the same sources,
+// and its hello carries this stamp so a stale one is refused rather than misread.
+constexpr uint64_t kProtocolStamp =
+    0x6d6c6176'00000001ull ^ (sizeof(VerifyParams) << 16) ^ (sizeof(Capabilities) << 40);
+
 struct Reply {
+  uint64_t stamp = kProtocolStamp;
   int32_t status = MLAV_OK;  // mlav_status of what the worker's PluginBackend threw
   int32_t memory = 0;
   uint64_t value = 0;  // workspace_bytes
@@ -156,16 +169,22 @@ void fill_reply_from(Reply& r, const std::exception_ptr& ep) {
 
 // ---- the worker process ----
 
-[[noreturn]] void worker_main(int sock, const PluginSpec& spec, pid_t parent) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(0);  // the parent died before prctl took effect
-  // Keep only stdio and the socket: the parent's other descriptors (another worker's socket, its
-  // region) must not stay open here, or that worker would never see its parent hang up.
+// Keeps only stdio and the socket (as fd 3): the parent's other descriptors (another worker's
+// socket, its region) must not stay open here, or that worker would never see its parent hang up.
+int keep_only_socket(int sock) {
   if (sock != 3) {
     dup2(sock, 3);
     sock = 3;
   }
+  fcntl(sock, F_SETFD, 0);  // survives exec (dup2 clears FD_CLOEXEC, but not when sock was 3)
   close_range(4, ~0u, 0);
+  return sock;
+}
+
+[[noreturn]] void worker_main(int sock, const PluginSpec& spec, pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(0);  // the parent died before prctl took effect
+  sock = keep_only_socket(sock);
 
   Reply hello;
   std::shared_ptr<PluginBackend> plugin;
@@ -271,6 +290,43 @@ struct Area {
 
 }  // namespace
 
+std::string worker_executable() {
+  const char* env = std::getenv("MLAV_PLUGIN_WORKER");
+  if (env != nullptr && std::string_view(env) == "fork") return "";
+  if (env != nullptr && env[0] != '\0') {
+    if (access(env, X_OK) != 0) {
+      throw InvalidInput("MLAV_PLUGIN_WORKER", -1,
+                         std::string("'") + env + "' is not an executable (" +
+                             std::strerror(errno) + "); unset it, or 'fork' for no exec");
+    }
+    return env;
+  }
+  for (const char* candidate : {MLAV_PLUGIN_WORKER_BUILD, MLAV_PLUGIN_WORKER_INSTALL}) {
+    if (candidate[0] != '\0' && access(candidate, X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+int run_plugin_worker(int argc, char** argv) {
+  PluginSpec spec;
+  int fd = -1;
+  pid_t parent = -1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string key = argv[i];
+    if (key == "--fd") fd = std::atoi(argv[i + 1]);
+    if (key == "--parent") parent = static_cast<pid_t>(std::atol(argv[i + 1]));
+    if (key == "--plugin") spec.path = argv[i + 1];
+    if (key == "--config") spec.config = argv[i + 1];
+  }
+  if (fd < 0 || parent <= 0 || spec.path.empty()) {
+    std::fprintf(stderr,
+                 "mlaverify-plugin-worker: started by GuardedPluginBackend only (--fd N --parent "
+                 "PID --plugin PATH --config TEXT)\n");
+    return 2;
+  }
+  worker_main(fd, spec, parent);
+}
+
 struct GuardedPluginBackend::Worker {
   PluginSpec spec;
   pid_t pid = -1;
@@ -299,6 +355,20 @@ struct GuardedPluginBackend::Worker {
       throw std::runtime_error(label() + ": socketpair: " + std::strerror(errno));
     }
     const pid_t parent = getpid();
+    // Everything exec needs is made before fork: the child only calls async-signal-safe
+    // functions until execv (this process may have other threads).
+    const std::string worker = worker_executable();
+    const std::string parent_text = std::to_string(parent);
+    const char* argv[] = {worker.c_str(),
+                          "--fd",
+                          "3",
+                          "--parent",
+                          parent_text.c_str(),
+                          "--plugin",
+                          spec.path.c_str(),
+                          "--config",
+                          spec.config.c_str(),
+                          nullptr};
     const pid_t child = fork();
     if (child < 0) {
       close(sv[0]);
@@ -307,7 +377,11 @@ struct GuardedPluginBackend::Worker {
     }
     if (child == 0) {
       close(sv[0]);
-      worker_main(sv[1], spec, parent);
+      if (worker.empty()) worker_main(sv[1], spec, parent);  // no worker executable: fork only
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      keep_only_socket(sv[1]);
+      execv(worker.c_str(), const_cast<char* const*>(argv));
+      _exit(127);
     }
     close(sv[1]);
     pid = child;
@@ -319,6 +393,11 @@ struct GuardedPluginBackend::Worker {
     if (got != 1) {
       const std::string why = got < 0 ? kill_after_timeout() : reap();
       throw std::runtime_error(label() + ": the worker " + why + " while opening the plugin");
+    }
+    if (r.stamp != kProtocolStamp) {
+      stop();
+      throw std::runtime_error(label() + ": the worker executable " + worker_executable() +
+                               " speaks another protocol (built from other sources?)");
     }
     if (r.status != MLAV_OK) {
       stop();
@@ -366,8 +445,9 @@ struct GuardedPluginBackend::Worker {
   std::string kill_after_timeout() {
     if (pid > 0) kill(pid, SIGKILL);
     reap();
-    return "did not answer within the time limit of " + std::to_string(spec.timeout_s) +
-           " s (hang): killed";
+    char limit[32];
+    std::snprintf(limit, sizeof(limit), "%g", spec.timeout_s);
+    return std::string("did not answer within the time limit of ") + limit + " s (hang): killed";
   }
 
   // One request and its reply; a dead or hung worker is a std::runtime_error naming the call.
@@ -396,8 +476,8 @@ struct GuardedPluginBackend::Worker {
     if (fd < 0) throw std::runtime_error(label() + ": memfd_create: " + std::strerror(errno));
     if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
       close(fd);
-      throw std::runtime_error(label() + ": ftruncate of the run's region: " +
-                               std::strerror(errno));
+      throw std::runtime_error(label() +
+                               ": ftruncate of the run's region: " + std::strerror(errno));
     }
     void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
@@ -418,10 +498,14 @@ namespace {
 
 void throw_reply(const Reply& r, const std::string& name) {
   switch (r.status) {
-    case MLAV_OK: return;
-    case MLAV_INVALID_INPUT: throw InvalidInput(r.field, r.index, r.text);
-    case MLAV_UNSUPPORTED: throw Unsupported(r.text);
-    default: throw std::runtime_error(std::string(r.text) + " [" + name + "]");
+    case MLAV_OK:
+      return;
+    case MLAV_INVALID_INPUT:
+      throw InvalidInput(r.field, r.index, r.text);
+    case MLAV_UNSUPPORTED:
+      throw Unsupported(r.text);
+    default:
+      throw std::runtime_error(std::string(r.text) + " [" + name + "]");
   }
 }
 
@@ -461,8 +545,9 @@ void check_range(const unsigned char* area, size_t from, size_t to,
   }
   if (n == 0) return;
   changed += n;
-  if (out.size() < 6) out.push_back(describe(first, last) + " (" + std::to_string(n) + " byte" +
-                                    (n == 1 ? "" : "s") + ")");
+  if (out.size() < 6)
+    out.push_back(describe(first, last) + " (" + std::to_string(n) + " byte" + (n == 1 ? "" : "s") +
+                  ")");
 }
 
 }  // namespace
@@ -478,6 +563,7 @@ GuardedPluginBackend::GuardedPluginBackend(const PluginSpec& spec)
 GuardedPluginBackend::~GuardedPluginBackend() = default;
 
 int32_t GuardedPluginBackend::workers_started() const { return worker_->started; }
+int64_t GuardedPluginBackend::worker_pid() const { return worker_->pid; }
 
 Support GuardedPluginBackend::can_implement(const VerifyParams& p) const {
   if (Support s = caps_.admits(p); !s) return s;
@@ -548,18 +634,26 @@ void GuardedPluginBackend::run(const VerifyParams& p) {
   for (const Area& a : areas) {
     const unsigned char* area = region + a.offset - G;
     const std::string bn = buffer_name(a.id);
-    check_range(area, 0, G, [&](size_t f, size_t l) {
-      return bn + ": before the start of the buffer, bytes -" + std::to_string(G - f) + "..-" +
-             std::to_string(G - l);
-    }, found, changed);
+    check_range(
+        area, 0, G,
+        [&](size_t f, size_t l) {
+          return bn + ": before the start of the buffer, bytes -" + std::to_string(G - f) + "..-" +
+                 std::to_string(G - l);
+        },
+        found, changed);
     size_t from = 0;
     auto gap = [&](size_t b, size_t e) {
-      check_range(area + G, b, e, [&](size_t f, size_t l) {
-        std::string s = bn + ": " + where(p, a, f);
-        if (a.id == kLse && !a.geometry.writable) s += " (the plugin does not declare writes_lse)";
-        if (l / a.geometry.elem_bytes != f / a.geometry.elem_bytes) s += " to " + where(p, a, l);
-        return s;
-      }, found, changed);
+      check_range(
+          area + G, b, e,
+          [&](size_t f, size_t l) {
+            std::string s = bn + ": " + where(p, a, f);
+            if (a.id == kLse && !a.geometry.writable)
+              s += " (the plugin does not declare writes_lse)";
+            if (l / a.geometry.elem_bytes != f / a.geometry.elem_bytes)
+              s += " to " + where(p, a, l);
+            return s;
+          },
+          found, changed);
     };
     // check_range on area + G compares with pattern_at(i) relative to area + G: shift by G (a
     // multiple of the pattern's period, so the same bytes).
@@ -568,22 +662,32 @@ void GuardedPluginBackend::run(const VerifyParams& p) {
       from = e;
     }
     gap(from, a.bytes);
-    check_range(area, G + a.bytes, 2 * G + a.bytes, [&](size_t f, size_t l) {
-      const int64_t last_t = a.geometry.tokens - 1;
-      return bn + ": after the end of the buffer, bytes +" + std::to_string(f - G - a.bytes) +
-             "..+" + std::to_string(l - G - a.bytes) + " (its last real row is token " +
-             std::to_string(last_t) + ", request " + std::to_string(request_of_token(p, last_t)) +
-             "; the buffer holds max_total_q = " + std::to_string(p.max_total_q) + " rows)";
-    }, found, changed);
+    check_range(
+        area, G + a.bytes, 2 * G + a.bytes,
+        [&](size_t f, size_t l) {
+          const int64_t last_t = a.geometry.tokens - 1;
+          return bn + ": after the end of the buffer, bytes +" + std::to_string(f - G - a.bytes) +
+                 "..+" + std::to_string(l - G - a.bytes) + " (its last real row is token " +
+                 std::to_string(last_t) + ", request " +
+                 std::to_string(request_of_token(p, last_t)) +
+                 "; the buffer holds max_total_q = " + std::to_string(p.max_total_q) + " rows)";
+        },
+        found, changed);
   }
-  check_range(ws - G, 0, G, [&](size_t f, size_t l) {
-    return "workspace: before its start, bytes -" + std::to_string(G - f) + "..-" +
-           std::to_string(G - l);
-  }, found, changed);
-  check_range(ws + ws_bytes, 0, G, [&](size_t f, size_t l) {
-    return "workspace: after its end (" + std::to_string(ws_bytes) + " bytes asked), bytes +" +
-           std::to_string(f) + "..+" + std::to_string(l);
-  }, found, changed);
+  check_range(
+      ws - G, 0, G,
+      [&](size_t f, size_t l) {
+        return "workspace: before its start, bytes -" + std::to_string(G - f) + "..-" +
+               std::to_string(G - l);
+      },
+      found, changed);
+  check_range(
+      ws + ws_bytes, 0, G,
+      [&](size_t f, size_t l) {
+        return "workspace: after its end (" + std::to_string(ws_bytes) + " bytes asked), bytes +" +
+               std::to_string(f) + "..+" + std::to_string(l);
+      },
+      found, changed);
   for (int id = 0; id < kNumBuffers; ++id) {
     if (bytes[id] == 0 || is_output(BufferId(id))) continue;
     const auto* orig = static_cast<const unsigned char*>(buffer_ptr(p, BufferId(id)));

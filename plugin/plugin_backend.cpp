@@ -57,9 +57,12 @@ void write_error(char* err, size_t err_size, std::string_view message) {
 
 const char* memory_name(int32_t memory) {
   switch (memory) {
-    case MLAV_MEMORY_HOST: return "host";
-    case MLAV_MEMORY_CUDA: return "cuda";
-    default: return "unknown";
+    case MLAV_MEMORY_HOST:
+      return "host";
+    case MLAV_MEMORY_CUDA:
+      return "cuda";
+    default:
+      return "unknown";
   }
 }
 
@@ -272,8 +275,10 @@ void PluginBackend::check(mlav_status s, const char* what, const char* err) cons
   if (s == MLAV_OK) return;
   const std::string msg = std::string(what) + ": " + message_of(err);
   switch (s) {
-    case MLAV_INVALID_INPUT: throw InvalidInput("plugin " + plugin_name_, -1, msg);
-    case MLAV_UNSUPPORTED: throw Unsupported("plugin " + plugin_name_ + ": " + msg);
+    case MLAV_INVALID_INPUT:
+      throw InvalidInput("plugin " + plugin_name_, -1, msg);
+    case MLAV_UNSUPPORTED:
+      throw Unsupported("plugin " + plugin_name_ + ": " + msg);
     default:
       throw std::runtime_error("plugin " + plugin_name_ + ": " + msg +
                                (s == MLAV_ERROR ? "" : " (status " + std::to_string(int(s)) + ")"));
@@ -317,8 +322,8 @@ void PluginBackend::invoke(const VerifyParams& p, size_t guard_bytes, void* work
     device_->stage(p, need, guard_bytes, workspace);
     const mlav_params c = to_c_params(device_->params());
     char err[kErrSize] = {0};
-    const mlav_status s = table_.run(table_.self, &c, device_->workspace(), need,
-                                     device_->stream(), err, sizeof(err));
+    const mlav_status s = table_.run(table_.self, &c, device_->workspace(), need, device_->stream(),
+                                     err, sizeof(err));
     // Synchronize and copy back even after an error, so the stream is idle before the next run.
     device_->finish(p, guard_bytes, workspace, need);
     check(s, "run", err);
@@ -326,8 +331,12 @@ void PluginBackend::invoke(const VerifyParams& p, size_t guard_bytes, void* work
   }
   if (workspace == nullptr) {
     ws_bytes = workspace_bytes(p);
-    if (host_workspace_.size() < ws_bytes) host_workspace_.resize(ws_bytes);
-    workspace = host_workspace_.data();
+    if (host_workspace_bytes_ < ws_bytes) {
+      host_workspace_.reset();
+      host_workspace_.reset(new unsigned char[ws_bytes]);  // default-initialized: not touched
+      host_workspace_bytes_ = ws_bytes;
+    }
+    workspace = host_workspace_.get();
   }
   const mlav_params c = to_c_params(p);
   char err[kErrSize] = {0};
@@ -384,7 +393,8 @@ std::shared_ptr<PluginBackend> load_plugin(const std::string& path, const std::s
   dlerror();
   auto open = reinterpret_cast<mlav_plugin_open_fn>(dlsym(handle, MLAV_PLUGIN_OPEN_SYMBOL));
   if (open == nullptr) {
-    return fail("no symbol " MLAV_PLUGIN_OPEN_SYMBOL " (a plugin exports it as extern \"C\" "
+    return fail("no symbol " MLAV_PLUGIN_OPEN_SYMBOL
+                " (a plugin exports it as extern \"C\" "
                 "MLAV_EXPORT; c_api.h)");
   }
   mlav_backend table;
@@ -394,8 +404,8 @@ std::shared_ptr<PluginBackend> load_plugin(const std::string& path, const std::s
   char err[kErrSize] = {0};
   const mlav_status s = open(MLAV_ABI_VERSION, config.c_str(), &table, err, sizeof(err));
   if (s != MLAV_OK) {
-    return fail("mlav_plugin_open failed (status " + std::to_string(int(s)) + "): " +
-                message_of(err));
+    return fail("mlav_plugin_open failed (status " + std::to_string(int(s)) +
+                "): " + message_of(err));
   }
   // Never dlclose (see plugin_backend.h): the handle is not kept, only the table.
   try {

@@ -89,7 +89,10 @@ class PluginBackend : public Backend {
   std::shared_ptr<void> keep_alive_;
   std::string plugin_name_;
   Capabilities caps_;
-  std::vector<unsigned char> host_workspace_;
+  // Host plugins' workspace, grow-only and never zero-filled (a large one stays untouched until
+  // the plugin uses it).
+  std::unique_ptr<unsigned char[]> host_workspace_;
+  size_t host_workspace_bytes_ = 0;
   std::unique_ptr<DeviceStaging> device_;  // CUDA plugins: null until the first run
 };
 
@@ -126,8 +129,9 @@ BackendPtr make_plugin_backend(std::string_view spec);
 // A table over `backend` (MLAV_MEMORY_HOST: Backend::run takes host pointers), self owning a
 // reference to it: capabilities() converted, can_implement / workspace_bytes / run over the
 // converted params, exceptions turned into statuses (InvalidInput -> MLAV_INVALID_INPUT,
-// Unsupported -> MLAV_UNSUPPORTED, anything else -> MLAV_ERROR) with what() as the message, the
-// workspace argument unused (a Backend owns its scratch). `name` defaults to backend->name().
+// Unsupported -> MLAV_UNSUPPORTED, anything else -> MLAV_ERROR) with what() as the message.
+// workspace_bytes answers 0: a Backend owns its scratch (Backend::workspace_bytes is what it
+// allocates itself), so the caller provisions none. `name` defaults to backend->name().
 mlav_backend export_backend(std::shared_ptr<Backend> backend, std::string name = "");
 
 // The body of a plugin's mlav_plugin_open over a C++ backend, e.g. (cpu_plugin.cpp):

@@ -2,6 +2,7 @@
 // property per case, greedy shrinking through simpler_cases, failures written as scenario files.
 #include "props/campaign.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
@@ -38,7 +39,7 @@ ShrinkResult shrink_failure(Backend& backend, const PropertyInfo& property, cons
   bool progress = true;
   while (progress && r.evals < max_evals) {
     progress = false;
-    for (const Case& candidate : simpler_cases(r.smallest)) {
+    for (const Case& candidate : simpler_cases(r.smallest, backend.capabilities())) {
       if (r.evals >= max_evals) break;
       ++r.evals;
       PropertyResult res = property.fn(backend, candidate);
@@ -71,6 +72,48 @@ uint64_t case_identity(int32_t case_index, const Case& c) {
   return h;
 }
 
+Capabilities intersect(const Capabilities& a, const Capabilities& b) {
+  Capabilities c = b;
+  c.mask_formats &= a.mask_formats;
+  c.mask_indptr_conventions &= a.mask_indptr_conventions;
+  c.kv_dtypes &= a.kv_dtypes;
+  c.q_dtypes &= a.q_dtypes;
+  c.o_dtypes &= a.o_dtypes;
+  c.kv_layouts &= a.kv_layouts;
+  c.draft_sources &= a.draft_sources;
+  c.kv_indexings &= a.kv_indexings;
+  c.page_sizes &= a.page_sizes;
+  c.padded_kv_rows = a.padded_kv_rows && b.padded_kv_rows;
+  c.strided_q = a.strided_q && b.strided_q;
+  c.strided_o = a.strided_o && b.strided_o;
+  c.padded_extend_rows = a.padded_extend_rows && b.padded_extend_rows;
+  c.max_heads = std::min(a.max_heads, b.max_heads);
+  c.max_draft = std::min(a.max_draft, b.max_draft);
+  c.max_prefix = std::min(a.max_prefix, b.max_prefix);
+  return c;
+}
+
+namespace {
+
+// One clear line when a declaration leaves nothing to generate.
+void require_generable(const Capabilities& k) {
+  auto need = [](uint32_t set, const char* field) {
+    if (set == 0) throw InvalidInput(std::string("capabilities.") + field, -1, "declares no value");
+  };
+  need(k.mask_formats, "mask_formats");
+  need(k.kv_dtypes, "kv_dtypes");
+  need(k.q_dtypes, "q_dtypes");
+  need(k.o_dtypes, "o_dtypes");
+  need(k.kv_layouts, "kv_layouts");
+  need(k.draft_sources, "draft_sources");
+  need(k.kv_indexings, "kv_indexings");
+  if (k.max_heads < 1) throw InvalidInput("capabilities.max_heads", -1, "must be >= 1");
+  if (k.max_draft < 1) throw InvalidInput("capabilities.max_draft", -1, "must be >= 1");
+  if (k.max_prefix < 0) throw InvalidInput("capabilities.max_prefix", -1, "must be >= 0");
+}
+
+}  // namespace
+
 FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
   if (o.shard_count < 1) {
     throw InvalidInput("shard", -1, "shard count " + std::to_string(o.shard_count) + " < 1");
@@ -96,7 +139,11 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
   std::vector<bool> dead(selected.size(), false);
   const std::string label = o.backend_label.empty() ? backend.name() : o.backend_label;
 
-  rc::Gen<Case> gen = gen_case(o.gen);
+  GenOptions gen_options = o.gen;
+  gen_options.caps = intersect(o.gen.caps, backend.capabilities());
+  require_generable(gen_options.caps);
+  report.coverage = Coverage(gen_options.caps);
+  rc::Gen<Case> gen = gen_case(gen_options);
   rc::Random random(o.seed);
   for (int32_t n = 0; n < o.cases; ++n) {
     // One independent stream per case: case n is the same whatever the other cases did, and
@@ -106,6 +153,7 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
     Case c = gen(stream, rc::kNominalSize).value();
     ++report.cases_run;
     report.case_digest += case_identity(n, c);
+    report.coverage.add(c);
     if (o.on_generated) o.on_generated(n, c);
     bool any_failed = false;
     for (size_t k = 0; k < selected.size(); ++k) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mlaverify/backend.h"
+#include "props/coverage.h"
 #include "props/generators.h"
 #include "props/properties.h"
 #include "scenarios/scenario.h"
@@ -76,11 +77,26 @@ struct FuzzReport {
   double seconds = 0;
   std::vector<PropertyStats> stats;  // in all_properties() order, selected ones only
   std::vector<Failure> failures;
-  bool ok() const { return failures.empty(); }
+  Coverage coverage;  // what the generated cases took (run_campaign: from the backend's caps)
+  // Every selected property checked at least one case (a campaign that ran nothing, or a
+  // property the backend skipped on every case, proves nothing and is not a pass).
+  bool complete() const {
+    if (cases_run == 0) return false;
+    for (const auto& s : stats) {
+      if (!s.ran()) return false;
+    }
+    return true;
+  }
+  bool ok() const { return failures.empty() && complete(); }
   std::string to_string() const;
 };
 
-// Generates options.cases cases from options.seed (gen_case), runs every selected property on each
+// The cases a backend takes: `a`'s sets and limits narrowed by `b`'s (numerics and the declared
+// behaviour, lse, determinism, split plan, come from `b`, the backend).
+Capabilities intersect(const Capabilities& a, const Capabilities& b);
+
+// Generates options.cases cases from options.seed (gen_case) inside what the backend declares
+// (options.gen.caps narrowed by backend.capabilities()), runs every selected property on each
 // case of the selected shard (all of them unless sharded)
 // against `backend`, shrinks each failure (a property fails at most once per campaign: after its
 // first failure it is not run again) and writes it to out_dir as

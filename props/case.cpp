@@ -42,6 +42,14 @@ model::BatchSpec to_batch_spec(const Case& c) {
                      ? model::BatchSpec::SlotOrder::Contiguous
                      : model::BatchSpec::SlotOrder::Scattered;
   s.graph_padded_bs = c.graph_padded_bs;
+  s.q_dtype = c.q_dtype;
+  s.q_rope_first = c.q_rope_first;
+  s.q_head_stride = c.q_head_stride;
+  s.o_dtype = c.o_dtype;
+  s.o_head_stride = c.o_head_stride;
+  s.k_extend_stride = c.k_extend_stride;
+  s.kv_indexing = c.kv_indexing;
+  s.tail_rows = c.tail_rows;
   s.poison_unused_slots = c.poison_unused_slots;
   s.value_scale = c.value_scale;
   s.num_splits = c.num_splits;
@@ -96,10 +104,19 @@ RunOutput run_backend(Backend& backend, model::VerifyBatch& batch) {
   RunOutput out;
   out.tokens = batch.total_tokens();
   out.heads = p.num_heads;
-  const auto& o16 = batch.o_lat();  // [T, H, 512] bf16
-  out.o.resize(o16.size());
-  for (size_t k = 0; k < o16.size(); ++k) out.o[k] = bf16_to_float(o16[k]);
-  out.lse = batch.lse();
+  out.o.resize(static_cast<size_t>(out.tokens) * out.heads * kLatentDim);  // [T, H, 512]
+  size_t k = 0;
+  for (int64_t t = 0; t < out.tokens; ++t) {
+    for (int32_t h = 0; h < out.heads; ++h) {
+      for (int32_t c = 0; c < kLatentDim; ++c) out.o[k++] = batch.o_lat_value(t, h, c);
+    }
+  }
+  out.lse.assign(batch.lse().begin(),
+                 batch.lse().begin() + static_cast<std::ptrdiff_t>(out.tokens * out.heads));
+  const model::VerifyBatch::StrayWrites stray = batch.stray_writes();
+  out.has_lse = backend.capabilities().writes_lse;
+  out.stray_writes = stray.count;
+  out.first_stray = stray.first;
   return out;
 }
 
@@ -153,7 +170,57 @@ std::vector<int64_t> random_slot_permutation(int64_t pool_slots, uint64_t seed) 
   return perm;
 }
 
+namespace {
+
+// Whether slots must move in whole pages: a page table names pages, so a permutation that splits
+// one would leave a batch no page table can express.
+int64_t move_granule(const model::VerifyBatch& batch) {
+  return batch.spec().kv_indexing == KvIndexing::PageTable ? batch.spec().page_size : 1;
+}
+
+// A permutation of pages (page 0 fixed) as one of slots.
+std::vector<int64_t> expand_pages(const std::vector<int64_t>& page_perm, int64_t ps) {
+  std::vector<int64_t> perm(page_perm.size() * static_cast<size_t>(ps));
+  for (size_t g = 0; g < page_perm.size(); ++g) {
+    for (int64_t k = 0; k < ps; ++k) perm[g * static_cast<size_t>(ps) + k] = page_perm[g] * ps + k;
+  }
+  return perm;
+}
+
+}  // namespace
+
+std::vector<int64_t> random_slot_permutation(const model::VerifyBatch& batch, uint64_t seed) {
+  const int64_t ps = move_granule(batch);
+  const int64_t n = batch.pool().num_slots();
+  if (ps == 1) return random_slot_permutation(n, seed);
+  return expand_pages(random_slot_permutation(n / ps, seed), ps);
+}
+
 std::vector<int64_t> compaction_permutation(const model::VerifyBatch& batch) {
+  const int64_t ps = move_granule(batch);
+  if (ps > 1) {
+    // Whole pages, each request's in order, packed from page 1.
+    const int64_t pages = batch.pool().num_slots() / ps;
+    std::vector<int64_t> page_perm(static_cast<size_t>(pages), -1);
+    page_perm[0] = 0;
+    int64_t next = 1;
+    for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
+      auto slots = batch.prefix_slots(i);
+      auto draft = batch.draft_slots(i);
+      slots.insert(slots.end(), draft.begin(), draft.end());
+      for (size_t j = 0; j < slots.size(); j += static_cast<size_t>(ps)) {
+        const int64_t g = slots[j] / ps;
+        if (g <= 0 || g >= pages || page_perm[static_cast<size_t>(g)] != -1) {
+          throw InvalidInput("req_to_token", slots[j], "page owned twice or out of range");
+        }
+        page_perm[static_cast<size_t>(g)] = next++;
+      }
+    }
+    for (int64_t g = 1; g < pages; ++g) {
+      if (page_perm[static_cast<size_t>(g)] == -1) page_perm[static_cast<size_t>(g)] = next++;
+    }
+    return expand_pages(page_perm, ps);
+  }
   const int64_t n = batch.pool().num_slots();
   std::vector<int64_t> perm(static_cast<size_t>(n), -1);
   perm[0] = 0;

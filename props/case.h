@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "mlaverify/backend.h"
@@ -30,6 +31,10 @@ struct RunOutput {
   int32_t heads = 0;
   std::vector<float> o;    // [T, H, 512]
   std::vector<float> lse;  // [T, H]
+  bool has_lse = true;     // false: the backend declares it writes no lse (lse is not compared)
+  // Output elements written that no backend may write (head-stride gaps, rows past T).
+  int64_t stray_writes = 0;
+  std::string first_stray;
   float o_at(int64_t t, int32_t h, int32_t k) const {
     return o[(static_cast<size_t>(t) * heads + h) * kLatentDim + k];
   }
@@ -58,10 +63,14 @@ void apply_slot_permutation(model::VerifyBatch& batch, const std::vector<int64_t
 
 // A seeded random permutation of [1, pool_slots) (slot 0 fixed), for apply_slot_permutation.
 std::vector<int64_t> random_slot_permutation(int64_t pool_slots, uint64_t seed);
+// The same for a batch: whole pages when its kv indexing is a page table (a page table can only
+// name page-aligned slots), single slots otherwise.
+std::vector<int64_t> random_slot_permutation(const model::VerifyBatch& batch, uint64_t seed);
 
 // The permutation tier-1 compaction performs: each real request's slots (prefix then draft, as
 // req_to_token lists them) become one ascending run, requests packed from slot 1 in request order,
-// every other slot after them in ascending order.
+// every other slot after them in ascending order. Under a page table, whole pages move the same
+// way, packed from page 1.
 std::vector<int64_t> compaction_permutation(const model::VerifyBatch& batch);
 void compact_slots(model::VerifyBatch& batch);
 

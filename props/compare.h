@@ -69,7 +69,9 @@ Comparison compare_to_model(model::VerifyBatch& batch, const RunOutput& out,
 // Two runs of (possibly different) algorithms that should agree, each within `tol_of(i)` of the
 // exact result: |a - b| <= 2 tol(1 + 2^-7) + 2^-7 max(|a|, |b|) (triangle inequality through the
 // unknown exact value r, with |r| <= max(|a|, |b|) + tol). Real requests only.
-Comparison compare_runs_within(model::VerifyBatch& batch, const RunOutput& a, const RunOutput& b);
+// `requests` limits it to those real requests (all when empty).
+Comparison compare_runs_within(model::VerifyBatch& batch, const RunOutput& a, const RunOutput& b,
+                               const std::vector<int32_t>& requests = {});
 
 // Bit-for-bit comparison of requests `requests` (all real ones when empty; padded ones may be
 // named). NaN payloads count: a property of the form "must be identical" means the bits.

@@ -3,7 +3,10 @@
 #include "props/generators.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <initializer_list>
+#include <utility>
 
 #include "mlaverify/split_plan.h"
 #include "model/config.h"
@@ -97,6 +100,26 @@ rc::Gen<int32_t> gen_tree_size(int32_t max_nodes) {
                   clamp);
 }
 
+// Values weighted as given, only those in `set` (a capability set; all when ~0): each value
+// appears `weight` times, so rapidcheck shrinks toward the first. None in the set: the first
+// value (normalize_case then moves the case to one the backend takes).
+template <typename E>
+rc::Gen<E> gen_in(uint32_t set, std::initializer_list<std::pair<int, E>> weighted) {
+  std::vector<E> pool;
+  for (const auto& [w, v] : weighted) {
+    if (has(set, v)) pool.insert(pool.end(), static_cast<size_t>(w), v);
+  }
+  if (pool.empty()) pool.push_back(weighted.begin()->second);
+  return gen::elementOf(pool);
+}
+
+template <typename T>
+rc::Gen<T> gen_weighted(std::initializer_list<std::pair<int, T>> weighted) {
+  std::vector<T> pool;
+  for (const auto& [w, v] : weighted) pool.insert(pool.end(), static_cast<size_t>(w), v);
+  return gen::elementOf(pool);
+}
+
 }  // namespace
 
 rc::Gen<std::vector<int32_t>> gen_tree(int32_t max_nodes) {
@@ -140,7 +163,72 @@ int64_t case_work(const Case& c) {
   return w * c.num_heads;
 }
 
+namespace {
+
+// The first value of `order` the set holds (the preferred fallbacks first), else `order[0]`.
+template <typename E>
+E fit(E value, uint32_t set, std::initializer_list<E> order) {
+  if (has(set, value)) return value;
+  for (E e : order) {
+    if (has(set, e)) return e;
+  }
+  return *order.begin();
+}
+
+void fit_to_caps(Case& c, const Capabilities& k) {
+  c.kv_dtype = fit(c.kv_dtype, k.kv_dtypes, {DType::BF16, DType::F32});
+  c.q_dtype = fit(c.q_dtype, k.q_dtypes, {DType::BF16, DType::F32});
+  c.o_dtype = fit(c.o_dtype, k.o_dtypes, {DType::BF16, DType::F32});
+  c.layout = fit(c.layout, k.kv_layouts,
+                 {LayoutKind::LatentFirst, LayoutKind::Split, LayoutKind::RopeFirst});
+  c.draft_source = fit(c.draft_source, k.draft_sources,
+                       {DraftKvSource::ExtendRows, DraftKvSource::CacheSlots});
+  // QlenOnlyBitpacking falls back to QlenOnly (its unpacked form) before anything else.
+  c.mask_format = fit(c.mask_format, k.mask_formats,
+                      {c.mask_format == MaskFormat::QlenOnlyBitpacking ? MaskFormat::QlenOnly
+                                                                       : MaskFormat::FullMask,
+                       MaskFormat::FullMask, MaskFormat::FlashInferPacked, MaskFormat::DraftBits,
+                       MaskFormat::QlenOnly, MaskFormat::QlenOnlyBitpacking});
+  c.mask_indptr_convention = fit(c.mask_indptr_convention, k.mask_indptr_conventions,
+                                 {IndptrConvention::Csr, IndptrConvention::OffsetsOnly});
+  c.kv_indexing = fit(c.kv_indexing, k.kv_indexings,
+                      {KvIndexing::TokenI64, KvIndexing::TokenI32, KvIndexing::PageTable});
+  if (c.kv_indexing == KvIndexing::PageTable) {
+    // The page size the allocator used must be one the page table takes: the smallest declared
+    // one at least as large, else the largest declared.
+    auto ok = [&](int32_t ps) { return ps < 32 * 1024 && (k.page_sizes >> std::countr_zero(
+                                            static_cast<uint32_t>(ps))) & 1u; };
+    if (!ok(c.page_size)) {
+      int32_t best = 0;
+      for (int b = 0; b < 13; ++b) {
+        if ((k.page_sizes >> b) & 1u) {
+          best = 1 << b;
+          if (best >= c.page_size) break;
+        }
+      }
+      if (best > 0) c.page_size = best;
+    }
+  }
+  if (!k.padded_kv_rows) c.row_stride = kRowDim;
+  if (!k.strided_q) {
+    c.q_rope_first = false;
+    c.q_head_stride = kRowDim;
+  }
+  if (!k.strided_o) c.o_head_stride = kLatentDim;
+  if (!k.padded_extend_rows) c.k_extend_stride = kRowDim;
+  c.num_heads = std::min(c.num_heads, std::max(1, k.max_heads));
+  for (auto& r : c.requests) {
+    if (static_cast<int32_t>(r.parents.size()) > k.max_draft) {
+      r.parents.resize(static_cast<size_t>(std::max(1, k.max_draft)));
+    }
+    r.prefix_len = std::min(r.prefix_len, k.max_prefix);
+  }
+}
+
+}  // namespace
+
 Case normalize_case(Case c, const GenOptions& o) {
+  fit_to_caps(c, o.caps);
   const int32_t max_d = c.max_draft();
   if (c.mask_format == MaskFormat::QlenOnlyBitpacking) {
     if (max_d > 32) {
@@ -152,6 +240,9 @@ Case normalize_case(Case c, const GenOptions& o) {
     }
   }
   if (c.mask_word_bytes != 1 && c.mask_word_bytes != 2) c.mask_word_bytes = 4;
+  if (c.mask_format == MaskFormat::QlenOnly && !has(o.caps.mask_formats, MaskFormat::QlenOnly)) {
+    fit_to_caps(c, o.caps);  // bitpacking fell back to a format the backend does not take
+  }
   if (c.graph_padded_bs != 0 && c.graph_padded_bs <= c.batch_size()) c.graph_padded_bs = 0;
   // Prefixes are cut (largest first) until the case fits the work budget; padding goes first.
   if (case_work(c) > o.max_work) c.graph_padded_bs = 0;
@@ -165,61 +256,167 @@ Case normalize_case(Case c, const GenOptions& o) {
   return c;
 }
 
+namespace {
+
+// The fields that present the same values differently (queries, outputs, draft rows, kv
+// indexing, rows past T), each drawn from what the backend declares.
+struct Presentation {
+  DType q_dtype;
+  int32_t q_form;  // 0 dense, 1 rope-first, 2 padded, 3 both
+  DType o_dtype;
+  int64_t o_head_stride;
+  int64_t k_extend_stride;
+  KvIndexing kv_indexing;
+  int32_t tail_rows;
+};
+
+rc::Gen<Presentation> gen_presentation(const Capabilities& k) {
+  auto q_form = k.strided_q ? gen_weighted<int32_t>({{6, 0}, {1, 1}, {1, 2}, {1, 3}})
+                            : gen::just<int32_t>(0);
+  auto o_stride = k.strided_o ? gen_weighted<int64_t>({{6, kLatentDim}, {1, 576}, {1, 1024}})
+                              : gen::just<int64_t>(kLatentDim);
+  auto ext = k.padded_extend_rows ? gen_weighted<int64_t>({{6, kRowDim}, {1, 640}})
+                                  : gen::just<int64_t>(kRowDim);
+  return gen::apply(
+      [](DType q, int32_t qf, DType od, int64_t os, int64_t es, KvIndexing ki, int32_t tail) {
+        return Presentation{q, qf, od, os, es, ki, tail};
+      },
+      gen_in<DType>(k.q_dtypes, {{4, DType::BF16}, {1, DType::F32}}), q_form,
+      gen_in<DType>(k.o_dtypes, {{4, DType::BF16}, {1, DType::F32}}), o_stride, ext,
+      gen_in<KvIndexing>(k.kv_indexings, {{3, KvIndexing::TokenI64},
+                                          {1, KvIndexing::TokenI32},
+                                          {1, KvIndexing::PageTable}}),
+      gen::weightedOneOf<int32_t>({{4, gen::just<int32_t>(0)}, {1, gen::inRange<int32_t>(1, 9)}}));
+}
+
+void apply_presentation(Case& c, const Presentation& v) {
+  c.q_dtype = v.q_dtype;
+  c.q_rope_first = v.q_form == 1 || v.q_form == 3;
+  c.q_head_stride = v.q_form >= 2 ? 640 : kRowDim;
+  c.o_dtype = v.o_dtype;
+  c.o_head_stride = v.o_head_stride;
+  c.k_extend_stride = v.k_extend_stride;
+  c.kv_indexing = v.kv_indexing;
+  c.tail_rows = v.tail_rows;
+}
+
+// A SPEC §8-sized request: a large tree (D >= 128) over a long prefix (P >= 1024), one or two
+// heads, the tree as large as the budget allows at that prefix.
+rc::Gen<Case> gen_large_case(const GenOptions& o) {
+  const int32_t cap_d = std::max(128, std::min({o.caps.max_draft, o.max_draft, 1024}));
+  auto shape = gen::mapcat(gen::pair(gen::element<int32_t>(1, 2), gen::inRange<int64_t>(1024, 4097)),
+                           [o, cap_d](const std::pair<int32_t, int64_t>& hp) {
+    const auto [h, p] = hp;
+    const double share = static_cast<double>(o.large_work) / h;
+    const double disc = static_cast<double>(p) * p + 4.0 * share;
+    const int32_t dmax = std::max(
+        128, std::min(cap_d, static_cast<int32_t>((std::sqrt(disc) - static_cast<double>(p)) / 2)));
+    return gen::map(
+        gen::mapcat(gen::inRange<int32_t>(128, dmax + 1),
+                    [](int32_t d) {
+                      return gen::pair(gen_tree_shape(),
+                                       gen::container<std::vector<uint32_t>>(
+                                           static_cast<size_t>(d - 1), gen::arbitrary<uint32_t>()));
+                    }),
+        [h, p](const std::pair<TreeShape, std::vector<uint32_t>>& t) {
+          return std::make_pair(h, scenarios::RequestDesc{make_tree(t.first, t.second), p});
+        });
+  });
+  return gen::apply(
+      [o](std::pair<int32_t, scenarios::RequestDesc> hr, Presentation v, uint64_t seed,
+          int32_t splits) {
+        Case c;
+        c.requests = {std::move(hr.second)};
+        c.num_heads = hr.first;
+        c.seed = seed;
+        c.num_splits = splits;
+        apply_presentation(c, v);
+        GenOptions big = o;
+        big.max_work = o.large_work;
+        return normalize_case(std::move(c), big);
+      },
+      shape, gen_presentation(o.caps), gen::arbitrary<uint64_t>(),
+      gen::inRange<int32_t>(1, kMaxSplits + 1));
+}
+
+}  // namespace
+
 rc::Gen<Case> gen_case(const GenOptions& o) {
+  const Capabilities& k = o.caps;
   auto gen_bs = gen::weightedOneOf<int32_t>({
       {4, gen::just<int32_t>(1)},
       {4, gen::inRange<int32_t>(2, 5)},
       {2, gen::inRange<int32_t>(5, std::max(6, std::min(17, o.max_batch + 1)))},
       {1, gen::inRange<int32_t>(17, std::max(18, o.max_batch + 1))},
   });
-  auto gen_heads = gen::map(
-      gen::weightedElement<int32_t>({{1, 1}, {1, 2}, {2, 4}, {4, 8}, {3, 16}, {1, 64}, {1, 128}}),
-      [o](int32_t h) { return std::min(h, o.max_heads); });
+  // H = 3, 5, 12, 40 and 96: head counts that are not powers of two (DeepSeek-V3 at tp 5 has 25
+  // and Kimi K2 at tp 3 about 21).
+  const int32_t max_heads = std::max(1, std::min(o.max_heads, k.max_heads));
+  auto gen_heads = gen::map(gen_weighted<int32_t>({{1, 1},
+                                                   {1, 2},
+                                                   {1, 3},
+                                                   {2, 4},
+                                                   {1, 5},
+                                                   {4, 8},
+                                                   {1, 12},
+                                                   {3, 16},
+                                                   {1, 40},
+                                                   {1, 64},
+                                                   {1, 96},
+                                                   {3, 128}}),
+                            [max_heads](int32_t h) { return std::min(h, max_heads); });
   // The shipped presets' scales (each with its mscale^2), so a missing mscale^2 is visible.
   static const std::vector<double> kScales = {model::preset("deepseek-v3").sm_scale(),
                                               model::preset("kimi-k2").sm_scale(),
                                               model::preset("kimi-k2-0905").sm_scale()};
-  return gen::mapcat(gen::pair(gen_bs, gen_heads), [o](const std::pair<int32_t, int32_t>& bh) {
+  auto regular = gen::mapcat(gen::pair(gen_bs, gen_heads), [o, k](const std::pair<int32_t, int32_t>& bh) {
     const int32_t bs = std::min(bh.first, o.max_batch);
     const int32_t heads = bh.second;
     // Each request gets an equal share of the budget: P first, then a tree that fits.
     const int64_t share = std::max<int64_t>(2, o.max_work / (int64_t{bs} * heads));
-    auto gen_request =
-        gen::mapcat(gen_prefix_len(std::min(o.max_prefix, share - 1)), [o, share](int64_t p) {
+    const int32_t max_draft = std::max(1, std::min(o.max_draft, k.max_draft));
+    auto gen_request = gen::mapcat(
+        gen_prefix_len(std::min({o.max_prefix, k.max_prefix, share - 1})),
+        [max_draft, share](int64_t p) {
           // Largest D with D * (P + D) <= share.
           const double disc = static_cast<double>(p) * p + 4.0 * static_cast<double>(share);
           int32_t dmax = static_cast<int32_t>((std::sqrt(disc) - static_cast<double>(p)) / 2.0);
-          dmax = std::max(1, std::min(dmax, o.max_draft));
+          dmax = std::max(1, std::min(dmax, max_draft));
           return gen::map(gen_tree(dmax), [p](std::vector<int32_t> parents) {
             return scenarios::RequestDesc{std::move(parents), p};
           });
         });
+    const auto row_strides = k.padded_kv_rows
+                                 ? gen_weighted<int64_t>({{6, kRowDim}, {1, 640}, {1, 1152}})
+                                 : gen::just<int64_t>(kRowDim);
     auto layout = gen::tuple(
-        gen::weightedElement<LayoutKind>(
-            {{5, LayoutKind::LatentFirst}, {2, LayoutKind::Split}, {1, LayoutKind::RopeFirst}}),
-        gen::weightedElement<int64_t>({{6, kRowDim}, {1, 640}, {1, 1152}}),
-        gen::weightedElement<DType>({{4, DType::BF16}, {1, DType::F32}}),
-        gen::element(DraftKvSource::ExtendRows, DraftKvSource::CacheSlots),
-        gen::weightedElement<MaskFormat>({{3, MaskFormat::FullMask},
-                                          {1, MaskFormat::QlenOnly},
-                                          {2, MaskFormat::QlenOnlyBitpacking},
-                                          {2, MaskFormat::FlashInferPacked},
-                                          {2, MaskFormat::DraftBits}}),
-        gen::weightedElement<IndptrConvention>(
-            {{3, IndptrConvention::Csr}, {1, IndptrConvention::OffsetsOnly}}),
-        gen::element<int32_t>(1, 2, 4), gen::weightedElement<int32_t>({{3, 1}, {1, 16}, {1, 64}}));
+        gen_in<LayoutKind>(k.kv_layouts, {{5, LayoutKind::LatentFirst},
+                                          {2, LayoutKind::Split},
+                                          {1, LayoutKind::RopeFirst}}),
+        row_strides, gen_in<DType>(k.kv_dtypes, {{4, DType::BF16}, {1, DType::F32}}),
+        gen_in<DraftKvSource>(k.draft_sources,
+                              {{1, DraftKvSource::ExtendRows}, {1, DraftKvSource::CacheSlots}}),
+        gen_in<MaskFormat>(k.mask_formats, {{3, MaskFormat::FullMask},
+                                            {1, MaskFormat::QlenOnly},
+                                            {2, MaskFormat::QlenOnlyBitpacking},
+                                            {2, MaskFormat::FlashInferPacked},
+                                            {2, MaskFormat::DraftBits}}),
+        gen_in<IndptrConvention>(k.mask_indptr_conventions,
+                                 {{3, IndptrConvention::Csr}, {1, IndptrConvention::OffsetsOnly}}),
+        gen::element<int32_t>(1, 2, 4),
+        gen_weighted<int32_t>({{3, 1}, {1, 16}, {1, 32}, {1, 64}}));
     auto run = gen::tuple(
-        gen::weightedElement<scenarios::SlotOrder>({{3, scenarios::SlotOrder::Scattered},
-                                                    {1, scenarios::SlotOrder::Contiguous},
-                                                    {1, scenarios::SlotOrder::Defragmented}}),
+        gen_weighted<scenarios::SlotOrder>({{3, scenarios::SlotOrder::Scattered},
+                                            {1, scenarios::SlotOrder::Contiguous},
+                                            {1, scenarios::SlotOrder::Defragmented}}),
         // Extra padded rows: none, a few, or -1: pad up to max D (bs == D under replay).
         gen::weightedOneOf<int32_t>({{4, gen::just<int32_t>(0)},
                                      {2, gen::inRange<int32_t>(1, 9)},
                                      {1, gen::just<int32_t>(-1)}}),
-        gen::weightedElement<bool>({{4, true}, {1, false}}),
+        gen_weighted<bool>({{4, true}, {1, false}}),
         // Bounded values: 4 and 16 give large-magnitude scores (|s| in the hundreds), 1e-3
         // nearly uniform attention; never arbitrary floats (they overflow the softmax).
-        gen::weightedElement<double>({{6, 1.0}, {1, 0.1}, {2, 4.0}, {1, 16.0}, {1, 1e-3}}),
+        gen_weighted<double>({{6, 1.0}, {1, 0.1}, {2, 4.0}, {1, 16.0}, {1, 1e-3}}),
         gen::weightedOneOf<int32_t>({{2, gen::just<int32_t>(1)},
                                      {3, gen::inRange<int32_t>(2, 5)},
                                      {1, gen::inRange<int32_t>(5, kMaxSplits + 1)}}),
@@ -230,7 +427,8 @@ rc::Gen<Case> gen_case(const GenOptions& o) {
             std::tuple<LayoutKind, int64_t, DType, DraftKvSource, MaskFormat, IndptrConvention,
                        int32_t, int32_t>
                 lay,
-            std::tuple<scenarios::SlotOrder, int32_t, bool, double, int32_t, double, uint64_t> r) {
+            std::tuple<scenarios::SlotOrder, int32_t, bool, double, int32_t, double, uint64_t> r,
+            Presentation v) {
           Case c;
           c.requests = std::move(reqs);
           c.num_heads = heads;
@@ -239,16 +437,20 @@ rc::Gen<Case> gen_case(const GenOptions& o) {
           int32_t pad = 0;
           std::tie(c.slot_order, pad, c.poison_unused_slots, c.value_scale, c.num_splits,
                    c.sm_scale, c.seed) = r;
+          apply_presentation(c, v);
           const int32_t bs = c.batch_size();
           c.graph_padded_bs = pad == 0 ? 0 : pad > 0 ? bs + pad : std::max(bs + 1, c.max_draft());
           return normalize_case(std::move(c), o);
         },
         gen::container<std::vector<scenarios::RequestDesc>>(static_cast<size_t>(bs), gen_request),
-        layout, run);
+        layout, run, gen_presentation(k));
   });
+  if (o.large_every <= 0) return regular;
+  return gen::weightedOneOf<Case>({{static_cast<size_t>(o.large_every - 1), regular},
+                                   {1, gen_large_case(o)}});
 }
 
-std::vector<Case> simpler_cases(const Case& c) {
+std::vector<Case> simpler_cases(const Case& c, const Capabilities& caps) {
   std::vector<Case> out;
   auto push = [&](Case s) {
     if (!(s == c)) out.push_back(std::move(s));
@@ -334,7 +536,10 @@ std::vector<Case> simpler_cases(const Case& c) {
   values.value_scale = 1.0;
   values.poison_unused_slots = true;
   push(values);
-  for (Case& s : out) s = normalize_case(std::move(s), GenOptions{.max_work = int64_t{1} << 40});
+  GenOptions unbounded;
+  unbounded.max_work = int64_t{1} << 40;
+  unbounded.caps = caps;
+  for (Case& s : out) s = normalize_case(std::move(s), unbounded);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <ostream>
 #include <vector>
 
+#include "mlaverify/backend.h"
 #include "props/case.h"
 
 namespace mlaverify::props {
@@ -23,6 +24,13 @@ struct GenOptions {
   int32_t max_heads = 128;
   int32_t max_draft = 1024;
   int64_t max_prefix = 65536;
+  // One case in `large_every` is a SPEC §8-sized one (D 128..1024 with P 1024..8192, few heads)
+  // under `large_work` instead; 0 turns them off. 2^21 triples is a few seconds per property.
+  int32_t large_every = 32;
+  int64_t large_work = int64_t{1} << 21;
+  // What the backend takes: every field is drawn from these sets only (run_campaign fills it
+  // from Backend::capabilities()), so no case is generated only to be skipped.
+  Capabilities caps;
 };
 
 // Tree shapes seen in practice (docs/spec.md §2).
@@ -44,14 +52,16 @@ rc::Gen<int64_t> gen_prefix_len(int64_t max_prefix);
 rc::Gen<Case> gen_case(const GenOptions& options = {});
 
 // Makes a case consistent and within budget (bitpacking only when D fits the word, padding only
-// when affordable, prefixes cut to the work budget). Idempotent; gen_case applies it last.
+// when affordable, prefixes cut to the work budget) and inside options.caps (a field the backend
+// does not take moves to the nearest value it does). Idempotent; gen_case applies it last.
 Case normalize_case(Case c, const GenOptions& options = {});
 
 // The work measure above, for a case (padded rows included).
 int64_t case_work(const Case& c);
 
 // Smaller variants of a failing case tried before rapidcheck's own shrinks: drop a request, halve
-// a prefix, drop tree leaves, plain layout and mask, one split, no padding.
-std::vector<Case> simpler_cases(const Case& c);
+// a prefix, drop tree leaves, plain layout and mask, one split, no padding. Each stays inside
+// `caps` (the backend's declaration).
+std::vector<Case> simpler_cases(const Case& c, const Capabilities& caps = {});
 
 }  // namespace mlaverify::props

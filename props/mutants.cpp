@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "mlaverify/error.h"
+#include "model/validate.h"
 
 namespace mlaverify::props {
 
@@ -71,13 +72,17 @@ class MutantBackend final : public Backend {
   std::string name() const override {
     return "mutant:" + std::string(mutant_info(m_).name) + "(" + inner_->name() + ")";
   }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
   Support can_implement(const VerifyParams& p) const override { return inner_->can_implement(p); }
   size_t workspace_bytes(const VerifyParams& p) const override {
     return inner_->workspace_bytes(p);
   }
 
   void run(const VerifyParams& original) override {
-    VerifyParams p = original;
+    // The bugs are written against token-level int64 kv_indices; other indexings are translated
+    // first (after the checks the translation relies on).
+    model::validate_params(original);
+    VerifyParams p = model::with_token_indices(original, token_indptr_, token_indices_);
     switch (m_) {
       case Mutant::MaskIndptrShifted:
         shift_mask_indptr(p);
@@ -280,6 +285,8 @@ class MutantBackend final : public Backend {
   std::vector<int64_t> mask_indptr_;  // [bs]
   std::vector<uint8_t> mask_;         // [mask bytes]
   std::vector<int64_t> indices_;      // [kv_indices_len]
+  std::vector<int32_t> token_indptr_;   // with_token_indices' translation of other indexings
+  std::vector<int64_t> token_indices_;
   std::vector<std::byte> pool_;       // [pool extent * dtype bytes]
   bool has_stale_ = false;
   std::tuple<const void*, int64_t, int32_t> stale_key_;

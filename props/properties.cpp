@@ -59,6 +59,33 @@ PropertyResult from_comparison(const Comparison& c, const std::string& what) {
   return r;
 }
 
+// backend.h's output rule: nothing written past T or into a stride gap (the builder leaves a
+// pattern there; run_backend counts what changed).
+std::optional<PropertyResult> stray(const RunOutput& out) {
+  if (out.stray_writes == 0) return std::nullopt;
+  PropertyResult r;
+  r.ok = false;
+  r.detail = "wrote " + std::to_string(out.stray_writes) +
+             " output elements no backend may write (first: " + out.first_stray + ")";
+  return r;
+}
+
+// The "must be identical" laws: bit for bit for a backend that declares itself deterministic,
+// within the derived bound of each other (compare_runs_within) for one that does not, so an
+// atomic merge's last-ulp differences are not reported as a broken law. `requests` limits the
+// comparison (all real requests when empty).
+Comparison same_outputs(Backend& backend, model::VerifyBatch& batch, const RunOutput& a,
+                        const RunOutput& b, const std::vector<int32_t>& requests = {}) {
+  if (backend.capabilities().deterministic) return compare_bits(batch, a, b, requests);
+  return compare_runs_within(batch, a, b, requests);
+}
+
+std::string law(Backend& backend, const std::string& what) {
+  return what + (backend.capabilities().deterministic
+                     ? " (bits)"
+                     : " (within the derived bound: the backend declares it is not deterministic)");
+}
+
 // Fresh finite values for rows a property overwrites on purpose (uniform, bf16-exact).
 struct Scrambler {
   uint64_t x;
@@ -82,7 +109,8 @@ PropertyResult unchanged_by(Backend& backend, model::VerifyBatch& batch, const c
   RunOutput before = run_backend(backend, batch);
   rewrite();
   RunOutput after = run_backend(backend, batch);
-  return from_comparison(compare_bits(batch, before, after), what);
+  if (auto s = stray(before)) return *s;
+  return from_comparison(same_outputs(backend, batch, before, after), law(backend, what));
 }
 
 }  // namespace
@@ -93,6 +121,7 @@ PropertyResult check_vs_model(Backend& backend, const Case& c) {
     if (auto skip = unsupported(backend, batch)) return *skip;
     model::RefResult ref = model::reference_verify(batch.params());
     RunOutput out = run_backend(backend, batch);
+    if (auto s = stray(out)) return *s;
     return from_comparison(compare_to_model(batch, out, ref), backend.name() + " vs model");
   });
 }
@@ -171,17 +200,64 @@ PropertyResult check_chain_causal(Backend& backend, const Case& c) {
 
 PropertyResult check_draft_source(Backend& backend, const Case& c) {
   return guarded("draft_source", [&] {
-    Case ext = c;
-    ext.draft_source = DraftKvSource::ExtendRows;
-    Case cache = c;
-    cache.draft_source = DraftKvSource::CacheSlots;
-    model::VerifyBatch a = build_batch(ext);
-    model::VerifyBatch b = build_batch(cache);
-    if (auto skip = unsupported(backend, a)) return *skip;
-    if (auto skip = unsupported(backend, b)) return *skip;
-    RunOutput oa = run_backend(backend, a);
-    RunOutput ob = run_backend(backend, b);
-    return from_comparison(compare_bits(a, oa, ob), "extend rows vs cache slots (bits)");
+    const Capabilities caps = backend.capabilities();
+    const bool takes_ext = has(caps.draft_sources, DraftKvSource::ExtendRows);
+    const bool takes_cache = has(caps.draft_sources, DraftKvSource::CacheSlots);
+    if (takes_ext && takes_cache) {
+      Case ext = c;
+      ext.draft_source = DraftKvSource::ExtendRows;
+      Case cache = c;
+      cache.draft_source = DraftKvSource::CacheSlots;
+      model::VerifyBatch a = build_batch(ext);
+      model::VerifyBatch b = build_batch(cache);
+      if (auto skip = unsupported(backend, a)) return *skip;
+      if (auto skip = unsupported(backend, b)) return *skip;
+      RunOutput oa = run_backend(backend, a);
+      RunOutput ob = run_backend(backend, b);
+      return from_comparison(same_outputs(backend, a, oa, ob),
+                             law(backend, "extend rows vs cache slots"));
+    }
+    // One source only: the draft keys must come from that source and nowhere else.
+    Case one = c;
+    one.draft_source = takes_ext ? DraftKvSource::ExtendRows : DraftKvSource::CacheSlots;
+    model::VerifyBatch batch = build_batch(one);
+    if (takes_ext) {
+      // The draft tokens' cache slots hold the same values as k_extend: NaN there must not show.
+      return unchanged_by(backend, batch, "before vs after NaN in the draft cache slots", [&] {
+        const std::vector<float> nan(kRowDim, std::numeric_limits<float>::quiet_NaN());
+        for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
+          for (int64_t s : batch.draft_slots(i)) batch.pool().write_row(s, nan.data());
+        }
+      });
+    }
+    // Cache slots: every draft slot moves to a free slot (prefix slots stay), so a kernel that
+    // finds draft KV anywhere but the last D_i kv entries (right after the prefix's slots, in
+    // k_extend, ...) reads the NaN left behind. Page tables move whole pages instead.
+    return unchanged_by(backend, batch, "before vs after moving the draft slots", [&] {
+      if (batch.spec().kv_indexing == KvIndexing::PageTable && batch.spec().page_size > 1) {
+        apply_slot_permutation(batch, random_slot_permutation(batch, c.seed ^ 0xd4a5ull));
+        return;
+      }
+      const int64_t n = batch.pool().num_slots();
+      std::vector<bool> owned(static_cast<size_t>(n), false);
+      owned[0] = true;
+      for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
+        for (int64_t s : batch.prefix_slots(i)) owned[static_cast<size_t>(s)] = true;
+        for (int64_t s : batch.draft_slots(i)) owned[static_cast<size_t>(s)] = true;
+      }
+      std::vector<int64_t> perm(static_cast<size_t>(n));
+      for (int64_t s = 0; s < n; ++s) perm[static_cast<size_t>(s)] = s;
+      int64_t free_slot = n - 1;
+      for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
+        for (int64_t s : batch.draft_slots(i)) {
+          while (free_slot > 0 && owned[static_cast<size_t>(free_slot)]) --free_slot;
+          if (free_slot <= 0) return;  // no free slot left: the rest stay where they are
+          std::swap(perm[static_cast<size_t>(s)], perm[static_cast<size_t>(free_slot)]);
+          owned[static_cast<size_t>(free_slot)] = true;
+        }
+      }
+      apply_slot_permutation(batch, perm);
+    });
   });
 }
 
@@ -189,8 +265,7 @@ PropertyResult check_slot_permutation(Backend& backend, const Case& c) {
   return guarded("slot_permutation", [&] {
     model::VerifyBatch batch = build_batch(c);
     return unchanged_by(backend, batch, "before vs after permuting slots", [&] {
-      apply_slot_permutation(batch,
-                             random_slot_permutation(batch.pool().num_slots(), c.seed ^ 0x5107ull));
+      apply_slot_permutation(batch, random_slot_permutation(batch, c.seed ^ 0x5107ull));
     });
   });
 }
@@ -221,7 +296,10 @@ PropertyResult check_batch_independence(Backend& backend, const Case& c) {
     } else {
       targets = {0, base.real_batch_size() - 1, bs - 1, bs / 2};
     }
+    const bool deterministic = backend.capabilities().deterministic;
     for (int32_t target : targets) {
+      // A padded row may hold anything (backend.h); only a deterministic backend's is pinned.
+      if (!deterministic && target >= base.real_batch_size()) continue;
       model::VerifyBatch b = build_batch(c);
       VerifyParams p = b.params();
       // Slots the target reads stay as they are (padded rows share slot 0 legitimately).
@@ -230,7 +308,7 @@ PropertyResult check_batch_independence(Backend& backend, const Case& c) {
       for (int64_t j = 0;
            j < te.prefix_len + (p.draft_source == DraftKvSource::CacheSlots ? te.draft_nodes : 0);
            ++j) {
-        keep.insert(p.kv_indices[te.kv_begin + j]);
+        keep.insert(kv_slot(p, te, j));
       }
       Scrambler rng{c.seed ^ (0xabcdull + static_cast<uint64_t>(target)), c.value_scale};
       std::vector<float> row(kRowDim);  // [576] latent-first
@@ -244,7 +322,7 @@ PropertyResult check_batch_independence(Backend& backend, const Case& c) {
         if (j == target) continue;
         RequestExtent e = request_extent(p, j);
         const int64_t kv_len = p.kv_indptr[j + 1] - p.kv_indptr[j];
-        for (int64_t k = 0; k < kv_len; ++k) scramble_slot(p.kv_indices[e.kv_begin + k]);
+        for (int64_t k = 0; k < kv_len; ++k) scramble_slot(kv_slot(p, e, k));
         if (j < b.real_batch_size()) {
           for (int64_t s : b.draft_slots(j)) scramble_slot(s);
         }
@@ -265,11 +343,12 @@ PropertyResult check_batch_independence(Backend& backend, const Case& c) {
         }
       }
       RunOutput out = run_backend(backend, b);
-      Comparison cmp = compare_bits(b, base_out, out, {target});
+      Comparison cmp = same_outputs(backend, b, base_out, out, {target});
       if (!cmp.pass) {
-        return from_comparison(cmp, "request " + std::to_string(target) +
-                                        (target >= b.real_batch_size() ? " (padded row)" : "") +
-                                        " changed when only other requests' data changed");
+        return from_comparison(
+            cmp, law(backend, "request " + std::to_string(target) +
+                                  (target >= b.real_batch_size() ? " (padded row)" : "") +
+                                  " changed when only other requests' data changed"));
       }
     }
     return PropertyResult::pass("");
@@ -311,20 +390,61 @@ PropertyResult check_representation(Backend& backend, const Case& c) {
     alt.slot_order = c.slot_order == scenarios::SlotOrder::Scattered
                          ? scenarios::SlotOrder::Contiguous
                          : scenarios::SlotOrder::Scattered;
+    // The presentation: exact widenings and strides (o_dtype changes the rounding, so it stays).
+    alt.q_dtype = c.q_dtype == DType::BF16 ? DType::F32 : DType::BF16;
+    alt.q_rope_first = !c.q_rope_first;
+    alt.q_head_stride = c.q_head_stride == kRowDim ? 640 : kRowDim;
+    alt.o_head_stride = c.o_head_stride == kLatentDim ? 576 : kLatentDim;
+    alt.k_extend_stride = c.k_extend_stride == kRowDim ? 640 : kRowDim;
+    alt.kv_indexing = static_cast<KvIndexing>((static_cast<int32_t>(c.kv_indexing) + 1) % 3);
+    alt.tail_rows = c.tail_rows == 0 ? 3 : 0;
     model::VerifyBatch a = build_batch(c);
     if (auto skip = unsupported(backend, a)) return *skip;
+    // When the backend does not take the whole alternative, each choice is tried alone on the
+    // case and kept if the backend takes it, so every change it can take is still checked.
+    using Field = std::function<void(Case&, const Case&)>;
+    const std::vector<Field> fields = {
+        [](Case& x, const Case& y) { x.kv_dtype = y.kv_dtype; },
+        [](Case& x, const Case& y) { x.row_stride = y.row_stride; },
+        [](Case& x, const Case& y) { x.layout = y.layout; },
+        [](Case& x, const Case& y) { x.q_dtype = y.q_dtype; },
+        [](Case& x, const Case& y) {
+          x.q_rope_first = y.q_rope_first;
+          x.q_head_stride = y.q_head_stride;
+        },
+        [](Case& x, const Case& y) { x.o_head_stride = y.o_head_stride; },
+        [](Case& x, const Case& y) { x.k_extend_stride = y.k_extend_stride; },
+        [](Case& x, const Case& y) {
+          x.kv_indexing = y.kv_indexing;
+          x.page_size = y.page_size;
+        },
+        [](Case& x, const Case& y) {
+          x.mask_format = y.mask_format;
+          x.mask_word_bytes = y.mask_word_bytes;
+        },
+        [](Case& x, const Case& y) { x.mask_indptr_convention = y.mask_indptr_convention; },
+        [](Case& x, const Case& y) { x.page_size = y.page_size; },
+        [](Case& x, const Case& y) { x.slot_order = y.slot_order; },
+        [](Case& x, const Case& y) { x.tail_rows = y.tail_rows; },
+    };
     model::VerifyBatch b = build_batch(alt);
     if (!backend.can_implement(b.params())) {
-      // A backend without fp32 pools or padded strides still gets the other changes checked.
-      alt.kv_dtype = c.kv_dtype;
-      alt.row_stride = c.row_stride;
+      Case kept = c;
+      for (const Field& f : fields) {
+        Case probe = kept;
+        f(probe, alt);
+        if (probe == kept) continue;
+        model::VerifyBatch pb = build_batch(probe);
+        if (backend.can_implement(pb.params())) kept = probe;
+      }
+      alt = kept;
       b = build_batch(alt);
-      if (auto skip = unsupported(backend, b)) return *skip;
     }
+    if (auto skip = unsupported(backend, b)) return *skip;
     RunOutput oa = run_backend(backend, a);
     RunOutput ob = run_backend(backend, b);
-    return from_comparison(compare_bits(a, oa, ob),
-                           "representation " + scenarios::summary(alt) + " vs the case's");
+    return from_comparison(same_outputs(backend, a, oa, ob),
+                           law(backend, "representation " + scenarios::summary(alt) + " vs the case's"));
   });
 }
 
@@ -366,7 +486,7 @@ PropertyResult check_metadata(Backend&, const Case& c) {
       if (padded != (row == 0))
         return fail("request " + std::to_string(i) + " at req_to_token row 0");
       for (int64_t j = 0; j < kv_len; ++j) {
-        const int64_t slot = p.kv_indices[p.kv_indptr[i] + j];
+        const int64_t slot = b.metadata().kv_indices[static_cast<size_t>(p.kv_indptr[i] + j)];
         if (slot != b.req_to_token().at(row, j)) {
           return fail("kv_indices[" + std::to_string(p.kv_indptr[i] + j) + "] != req_to_token[" +
                       std::to_string(row) + ", " + std::to_string(j) + "]");
@@ -427,7 +547,8 @@ const std::vector<PropertyInfo>& all_properties() {
       {"vs_model", &check_vs_model, "backend vs the double-precision model, derived bounds"},
       {"split_invariance", &check_split_invariance, "num_splits 1 vs k within derived bounds"},
       {"chain_causal", &check_chain_causal, "chains equal causal attention (bottom-right rule)"},
-      {"draft_source", &check_draft_source, "draft KV from k_extend == from cache slots (bits)"},
+      {"draft_source", &check_draft_source,
+       "draft KV from k_extend == from cache slots; one source only: from it alone (bits)"},
       {"slot_permutation", &check_slot_permutation, "permuting physical slots changes no bit"},
       {"defrag", &check_defrag, "tier-1 compaction changes no bit"},
       {"serving_defrag", &check_serving_defrag,

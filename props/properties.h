@@ -40,7 +40,9 @@ PropertyResult check_split_invariance(Backend& backend, const Case& c);
 PropertyResult check_chain_causal(Backend& backend, const Case& c);
 
 // Draft KV from k_extend rows == from the cache slots: bit-identical outputs (the algorithm is the
-// same; only where the draft keys are read from changes).
+// same; only where the draft keys are read from changes). A backend that takes one source only:
+// ExtendRows, NaN written into the draft tokens' cache slots changes nothing; CacheSlots, every
+// draft slot moved to a free slot (metadata rewritten) changes nothing.
 PropertyResult check_draft_source(Backend& backend, const Case& c);
 
 // A random permutation of physical pool slots (rows moved, req_to_token and kv_indices rewritten)

@@ -139,6 +139,27 @@ void validate_case(const CaseSpec& s) {
                            " (bs = " + std::to_string(s.batch_size()) + "), got " +
                            std::to_string(s.graph_padded_bs));
   }
+  auto dtype_ok = [](DType d) { return d == DType::BF16 || d == DType::F32; };
+  if (!dtype_ok(s.q_dtype)) throw InvalidInput("case.q_dtype", -1, "unknown dtype");
+  if (!dtype_ok(s.o_dtype)) throw InvalidInput("case.o_dtype", -1, "unknown dtype");
+  auto stride_ok = [](const char* field, int64_t v, int64_t lo) {
+    if (v < lo || v > kMaxRowStride) {
+      throw InvalidInput(field, -1,
+                         "need " + std::to_string(lo) + ".." + std::to_string(kMaxRowStride) +
+                             ", got " + std::to_string(v));
+    }
+  };
+  stride_ok("case.q_head_stride", s.q_head_stride, kRowDim);
+  stride_ok("case.o_head_stride", s.o_head_stride, kLatentDim);
+  stride_ok("case.k_extend_stride", s.k_extend_stride, kRowDim);
+  if (s.kv_indexing != KvIndexing::TokenI64 && s.kv_indexing != KvIndexing::TokenI32 &&
+      s.kv_indexing != KvIndexing::PageTable) {
+    throw InvalidInput("case.kv_indexing", -1, "unknown kv indexing");
+  }
+  if (s.tail_rows < 0 || s.tail_rows > 64) {
+    throw InvalidInput("case.tail_rows", -1,
+                       "need 0..64, got " + std::to_string(s.tail_rows));
+  }
   // Bounded values: |x| up to ~1e4 keeps scores finite in fp32 (a 576-term dot of 1e4-sized
   // operands is ~6e10, far below FLT_MAX), while still reaching large-magnitude scores.
   if (!std::isfinite(s.value_scale) || s.value_scale <= 0.0 || s.value_scale > 1e4) {
@@ -221,6 +242,18 @@ std::string_view to_string(IndptrConvention v) {
   return "?";
 }
 
+std::string_view to_string(KvIndexing v) {
+  switch (v) {
+    case KvIndexing::TokenI64:
+      return "token_i64";
+    case KvIndexing::TokenI32:
+      return "token_i32";
+    case KvIndexing::PageTable:
+      return "page_table";
+  }
+  return "?";
+}
+
 std::string summary(const CaseSpec& s) {
   std::ostringstream os;
   os << "bs=" << s.batch_size() << " H=" << s.num_heads << " D=[";
@@ -237,6 +270,17 @@ std::string summary(const CaseSpec& s) {
      << " pad_bs=" << s.graph_padded_bs << (s.poison_unused_slots ? " nan-poison" : "")
      << " scale=" << s.value_scale << " splits=" << s.num_splits << " sm_scale=" << s.sm_scale
      << " seed=" << s.seed;
+  // The presentation, only where it differs from the default.
+  if (s.q_dtype != DType::BF16 || s.q_rope_first || s.q_head_stride != kRowDim) {
+    os << " q=" << to_string(s.q_dtype) << (s.q_rope_first ? "/rope_first" : "") << "/"
+       << s.q_head_stride;
+  }
+  if (s.o_dtype != DType::BF16 || s.o_head_stride != kLatentDim) {
+    os << " o=" << to_string(s.o_dtype) << "/" << s.o_head_stride;
+  }
+  if (s.k_extend_stride != kRowDim) os << " k_extend/" << s.k_extend_stride;
+  if (s.kv_indexing != KvIndexing::TokenI64) os << " " << to_string(s.kv_indexing);
+  if (s.tail_rows != 0) os << " tail=" << s.tail_rows;
   // Small trees are printed whole: a counterexample should read as a scenario, not as sizes.
   if (s.total_draft() <= 48) {
     os << " trees=";

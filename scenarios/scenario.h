@@ -45,6 +45,16 @@ struct CaseSpec {
   double value_scale = 1.0;  // q and kv ~ N(0, value_scale^2) before rounding to bf16
   int32_t num_splits = 1;
   uint64_t seed = 0;
+  // How the same values are presented to the backend (model::BatchSpec has the meanings). Each
+  // is optional in the JSON form (a file written before they existed reads with these defaults).
+  DType q_dtype = DType::BF16;
+  bool q_rope_first = false;
+  int64_t q_head_stride = kRowDim;
+  DType o_dtype = DType::BF16;
+  int64_t o_head_stride = kLatentDim;
+  int64_t k_extend_stride = kRowDim;
+  KvIndexing kv_indexing = KvIndexing::TokenI64;
+  int32_t tail_rows = 0;
 
   int32_t batch_size() const { return static_cast<int32_t>(requests.size()); }
   int32_t max_draft() const;     // max D_i
@@ -95,6 +105,7 @@ std::string_view to_string(LayoutKind v);
 std::string_view to_string(DraftKvSource v);
 std::string_view to_string(MaskFormat v);
 std::string_view to_string(IndptrConvention v);
+std::string_view to_string(KvIndexing v);
 
 // A one-line summary for logs and rapidcheck's showValue: "bs=2 H=8 D=[3,1] P=[65,0] ...".
 std::string summary(const CaseSpec& spec);

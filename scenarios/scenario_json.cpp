@@ -175,6 +175,8 @@ constexpr MaskFormat kMasks[] = {MaskFormat::FullMask, MaskFormat::QlenOnly,
                                  MaskFormat::QlenOnlyBitpacking, MaskFormat::FlashInferPacked,
                                  MaskFormat::DraftBits};
 constexpr IndptrConvention kConventions[] = {IndptrConvention::Csr, IndptrConvention::OffsetsOnly};
+constexpr KvIndexing kIndexings[] = {KvIndexing::TokenI64, KvIndexing::TokenI32,
+                                     KvIndexing::PageTable};
 constexpr SlotOrder kSlotOrders[] = {SlotOrder::Scattered, SlotOrder::Contiguous,
                                      SlotOrder::Defragmented};
 
@@ -184,7 +186,9 @@ CaseSpec read_case(const json& c) {
       c, p,
       {"requests", "num_heads", "sm_scale", "kv_dtype", "layout", "row_stride", "draft_source",
        "mask_format", "mask_indptr_convention", "mask_word_bytes", "page_size", "slot_order",
-       "graph_padded_bs", "poison_unused_slots", "value_scale", "num_splits", "seed"});
+       "graph_padded_bs", "poison_unused_slots", "value_scale", "num_splits", "seed", "q_dtype",
+       "q_rope_first", "q_head_stride", "o_dtype", "o_head_stride", "k_extend_stride",
+       "kv_indexing", "tail_rows"});
   CaseSpec s;
   const json& reqs = member(c, p, "requests");
   if (!reqs.is_array()) {
@@ -249,6 +253,29 @@ CaseSpec read_case(const json& c) {
     s.seed = static_cast<uint64_t>(seed.get<int64_t>());
   } else {
     throw InvalidInput("case.seed", -1, "expected a non-negative integer");
+  }
+  // The presentation fields are optional: files written before they existed keep reading.
+  auto optional = [&](const char* key) -> const json* {
+    auto it = c.find(key);
+    return it == c.end() ? nullptr : &*it;
+  };
+  if (const json* v = optional("q_dtype")) s.q_dtype = as_enum(*v, "case.q_dtype", kDTypes);
+  if (const json* v = optional("q_rope_first")) s.q_rope_first = as_bool(*v, "case.q_rope_first");
+  if (const json* v = optional("q_head_stride")) {
+    s.q_head_stride = as_int(*v, "case.q_head_stride", -1, kRowDim, kMaxRowStride);
+  }
+  if (const json* v = optional("o_dtype")) s.o_dtype = as_enum(*v, "case.o_dtype", kDTypes);
+  if (const json* v = optional("o_head_stride")) {
+    s.o_head_stride = as_int(*v, "case.o_head_stride", -1, kLatentDim, kMaxRowStride);
+  }
+  if (const json* v = optional("k_extend_stride")) {
+    s.k_extend_stride = as_int(*v, "case.k_extend_stride", -1, kRowDim, kMaxRowStride);
+  }
+  if (const json* v = optional("kv_indexing")) {
+    s.kv_indexing = as_enum(*v, "case.kv_indexing", kIndexings);
+  }
+  if (const json* v = optional("tail_rows")) {
+    s.tail_rows = static_cast<int32_t>(as_int(*v, "case.tail_rows", -1, 0, 64));
   }
   // Cross-field rules (parent order, token budget, bitpacking width, padding) in one place.
   validate_case(s);
@@ -358,6 +385,14 @@ std::string to_json(const Scenario& sc) {
   c["value_scale"] = s.value_scale;
   c["num_splits"] = s.num_splits;
   c["seed"] = s.seed;
+  c["q_dtype"] = to_string(s.q_dtype);
+  c["q_rope_first"] = s.q_rope_first;
+  c["q_head_stride"] = s.q_head_stride;
+  c["o_dtype"] = to_string(s.o_dtype);
+  c["o_head_stride"] = s.o_head_stride;
+  c["k_extend_stride"] = s.k_extend_stride;
+  c["kv_indexing"] = to_string(s.kv_indexing);
+  c["tail_rows"] = s.tail_rows;
   ojson doc;
   doc["format"] = kFormatTag;
   doc["version"] = kFormatVersion;

@@ -22,8 +22,9 @@
  * Outputs. For every real token t < T = qo_indptr[batch_size] and head h the plugin writes
  * o_lat[t, h, 0:512] and, if it declares MLAV_CAP_WRITES_LSE, lse[t, h] (natural log; -inf for a
  * row that sees no key). Rows of CUDA-graph padded requests (prefix 1 at slot 0) may hold anything.
- * Rows t >= T, up to max_total_q, and every element a stride skips must not be written: guarded
- * runs surround each output with a pattern and report any byte that changed.
+ * Rows t >= T, up to max_total_q, and every element a stride skips must not be written, nor lse
+ * at all by a plugin that does not declare MLAV_CAP_WRITES_LSE: guarded runs surround each output
+ * with a pattern and report any byte that changed.
  *
  * num_splits is a request, not a promise, unless the plugin declares MLAV_CAP_HONOURS_NUM_SPLITS.
  * One backend object serves many runs, one at a time, each with its own shapes and pointers:
@@ -214,7 +215,8 @@ typedef struct mlav_backend {
   const char* name;
   int32_t memory; /* MLAV_MEMORY_* */
   int32_t reserved;
-  /* Fills what differs from the defaults already in *caps. */
+  /* Fills what differs from the defaults already in *caps. Called once, right after open; NULL
+   * means the defaults. */
   mlav_status (*capabilities)(void* self, mlav_capabilities* caps, char* err, size_t err_size);
   /* MLAV_OK when the plugin can run p; MLAV_UNSUPPORTED with the reason in why otherwise. */
   mlav_status (*can_implement)(void* self, const mlav_params* p, char* why, size_t why_size);
@@ -222,7 +224,8 @@ typedef struct mlav_backend {
   mlav_status (*workspace_bytes)(void* self, const mlav_params* p, uint64_t* bytes, char* err,
                                  size_t err_size);
   /* Runs one launch. A CUDA plugin enqueues on stream (a cudaStream_t; NULL is the legacy default
-   * stream) and may return before the work ends: the caller synchronizes the stream. */
+   * stream) and may return before the work ends: the caller synchronizes the stream. A host
+   * plugin gets stream NULL and returns when the outputs are written. */
   mlav_status (*run)(void* self, const mlav_params* p, void* workspace, uint64_t workspace_bytes,
                      void* stream, char* err, size_t err_size);
   /* Frees self. May be NULL. */
@@ -230,8 +233,10 @@ typedef struct mlav_backend {
 } mlav_backend;
 
 /* The one symbol a plugin exports. abi_version is the caller's MLAV_ABI_VERSION; config is the
- * text after '?' in `plugin:PATH.so?config` (empty if none). Fills *out (whose struct_size the
- * caller set) or returns an error with the reason in err. */
+ * text after '?' in `plugin:PATH.so?config` (empty if none; mlaverify's own items `guarded` and
+ * `timeout=` removed). Fills *out (whose struct_size the caller set: write at most that many
+ * bytes, and set struct_size to the size written) or returns an error with the reason in err.
+ * can_implement, workspace_bytes and run must be non-NULL. */
 typedef mlav_status (*mlav_plugin_open_fn)(uint32_t abi_version, const char* config,
                                            mlav_backend* out, char* err, size_t err_size);
 #define MLAV_PLUGIN_OPEN_SYMBOL "mlav_plugin_open"

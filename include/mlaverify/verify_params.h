@@ -76,6 +76,7 @@ struct VerifyParams {
 
 // One request's extent as the metadata says it, the single reading every backend shares.
 struct RequestExtent {
+  int32_t request;      // i
   int64_t q_begin;      // first query token: qo_indptr[i]
   int32_t draft_nodes;  // D_i = qo_indptr[i+1] - qo_indptr[i]
   int64_t kv_begin;     // kv_indptr[i]: first entry of kv_indices for this request
@@ -86,6 +87,7 @@ struct RequestExtent {
 // Does not validate: validate_params (model/validate.h) checks every invariant on the host.
 MLAV_HD RequestExtent request_extent(const VerifyParams& p, int32_t i) {
   RequestExtent e;
+  e.request = i;
   e.q_begin = p.qo_indptr[i];
   e.draft_nodes = p.qo_indptr[i + 1] - p.qo_indptr[i];
   e.kv_begin = p.kv_indptr[i];
@@ -94,14 +96,14 @@ MLAV_HD RequestExtent request_extent(const VerifyParams& p, int32_t i) {
   return e;
 }
 
-// The pool slot of entry k (0 <= k < kv length) of request i, under any KvIndexing: the one
+// The pool slot of entry k (0 <= k < kv length) of request e.request, under any KvIndexing: the one
 // reading of kv_indices / block_table every backend shares (unvalidated, like request_extent).
-MLAV_HD int64_t kv_slot(const VerifyParams& p, int32_t i, const RequestExtent& e, int64_t k) {
+MLAV_HD int64_t kv_slot(const VerifyParams& p, const RequestExtent& e, int64_t k) {
   switch (p.kv_indexing) {
     case KvIndexing::TokenI32:
       return p.kv_indices_i32[e.kv_begin + k];
     case KvIndexing::PageTable: {
-      const int64_t page = p.block_table[static_cast<int64_t>(i) * p.block_table_stride +
+      const int64_t page = p.block_table[static_cast<int64_t>(e.request) * p.block_table_stride +
                                          k / p.page_size];
       return page * p.page_size + k % p.page_size;
     }

@@ -10,6 +10,7 @@
 
 #include "model/tree.h"
 #include "props/campaign.h"
+#include "props/coverage.h"
 #include "props/generators.h"
 
 namespace mlaverify::props {
@@ -44,7 +45,12 @@ RC_GTEST_PROP(Generators, CasesAreValidScenariosWithinBudget, ()) {
   GenOptions o;
   const Case c = *gen_case(o);
   scenarios::validate_case(c);  // throws (fails the property) on anything invalid
-  RC_ASSERT(case_work(c) <= o.max_work);
+  // Over the regular budget only a SPEC §8-sized case: one request, D >= 128, P >= 1024.
+  if (case_work(c) > o.max_work) {
+    RC_ASSERT(case_work(c) <= o.large_work);
+    RC_ASSERT(c.batch_size() == 1);
+    RC_ASSERT(c.requests[0].parents.size() >= 128u && c.requests[0].prefix_len >= 1024);
+  }
   RC_ASSERT(c.batch_size() >= 1 && c.batch_size() <= o.max_batch);
   // The JSON form carries the whole case.
   scenarios::Scenario sc{c, "vs_model", "cpu", ""};
@@ -90,7 +96,7 @@ TEST(Generators, EdgesAreReached) {
   for (int64_t p : {0, 1, 63, 64, 65, 127, 128, 129}) EXPECT_TRUE(prefixes.count(p)) << "P=" << p;
   for (int32_t d : {1, 2, 3, 31, 32, 33, 63, 64, 65})
     EXPECT_TRUE(draft_sizes.count(d)) << "D=" << d;
-  EXPECT_EQ(page_sizes, (std::set<int32_t>{1, 16, 64}));
+  EXPECT_EQ(page_sizes, (std::set<int32_t>{1, 16, 32, 64}));
   EXPECT_EQ(formats.size(), 5u);
   EXPECT_EQ(layouts.size(), 3u);
   EXPECT_TRUE(heads.count(1) && heads.count(128));
@@ -131,6 +137,46 @@ TEST(Generators, NormalizeKeepsBitpackingLegal) {
   EXPECT_EQ(n.mask_format, MaskFormat::QlenOnlyBitpacking);
   EXPECT_EQ(n.mask_word_bytes, 2);  // 12 bits need a 2-byte word
   EXPECT_NO_THROW(scenarios::validate_case(n));
+}
+
+// Every value a backend accepts is generated (the coverage table has no MISSING row) in a
+// campaign-sized sample, and the SPEC §8 shapes are among them.
+TEST(Generators, CoverageHasNoMissingValue) {
+  GenOptions o;
+  rc::Gen<Case> g = gen_case(o);
+  rc::Random r(seed_from_env(20261129));
+  Coverage cov(o.caps);
+  for (int n = 0; n < 400; ++n) cov.add(g(r.split(), rc::kNominalSize).value());
+  EXPECT_TRUE(cov.missing().empty()) << cov.to_string();
+}
+
+// A backend that declares a narrow contract (SGLang's Triton verify kernel: FullMask only,
+// latent-first bf16 rows, no lse, draft KV in cache slots) gets only cases it takes.
+TEST(Generators, DrawOnlyWhatTheBackendTakes) {
+  GenOptions o;
+  o.caps.mask_formats = bit(MaskFormat::FullMask);
+  o.caps.mask_indptr_conventions = bit(IndptrConvention::Csr);
+  o.caps.kv_dtypes = o.caps.q_dtypes = o.caps.o_dtypes = bit(DType::BF16);
+  o.caps.kv_layouts = bit(LayoutKind::LatentFirst);
+  o.caps.draft_sources = bit(DraftKvSource::CacheSlots);
+  o.caps.kv_indexings = bit(KvIndexing::TokenI64);
+  o.caps.padded_kv_rows = o.caps.strided_q = o.caps.strided_o = false;
+  o.caps.max_heads = 64;
+  rc::Gen<Case> g = gen_case(o);
+  rc::Random r(seed_from_env(20261129));
+  Coverage cov(o.caps);
+  for (int n = 0; n < 300; ++n) {
+    const Case c = g(r.split(), rc::kNominalSize).value();
+    cov.add(c);
+    model::VerifyBatch b = build_batch(c);
+    const Support s = o.caps.admits(b.params());
+    ASSERT_TRUE(s.ok) << s.reason << " for " << scenarios::summary(c);
+  }
+  EXPECT_TRUE(cov.missing().empty()) << cov.to_string();
+  // The table marks what the declaration excludes instead of calling it missing.
+  const std::string table = cov.to_string();
+  EXPECT_NE(table.find("draft_bits"), std::string::npos);
+  EXPECT_NE(table.find("(not accepted by the backend)"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,90 @@
+// The CUDA kernel as a MLAV_MEMORY_CUDA plugin (libmlaverify_cuda_plugin.so, dlopen): the whole
+// property suite through the ABI's device path gives the in-process CudaBackend's verdicts and
+// bit-identical outputs on every run, in process and guarded (CUDA initialized only in the
+// worker). Without a GPU every case skips with the reason; loading and refusing run everywhere.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cuda/cuda_backend.h"
+#include "plugin/guarded.h"
+#include "plugin/plugin_backend.h"
+#include "props/campaign.h"
+#include "props/case.h"
+#include "tests/plugin/plugin_testing.h"
+
+namespace mlaverify::plugin {
+namespace {
+
+using testing::Recorder;
+
+props::Case small_case() {
+  props::Case c;
+  c.requests = {{{-1, 0, 1, 1}, 70}, {{-1, 0}, 5}};
+  c.num_heads = 8;
+  c.seed = 3;
+  return c;
+}
+
+// Loads without a device too: the table is fine, can_implement says why it cannot run.
+TEST(CudaPlugin, LoadsAndSaysWhyWithoutADevice) {
+  auto b = load_plugin(MLAV_CUDA_PLUGIN);
+  EXPECT_EQ(b->name(), "plugin:cuda");
+  EXPECT_EQ(b->memory(), MLAV_MEMORY_CUDA);
+  if (Support dev = cuda::cuda_device_available(); !dev) {
+    model::VerifyBatch batch = props::build_batch(small_case());
+    const Support s = b->can_implement(batch.params());
+    EXPECT_FALSE(s);
+    EXPECT_NE(s.reason.find("CUDA"), std::string::npos) << s.reason;
+    // Guarded: the worker loads it and answers the same refusal (CUDA is touched only there).
+    GuardedPluginBackend g(parse_plugin_spec(std::string(MLAV_CUDA_PLUGIN) + "?guarded"));
+    EXPECT_EQ(g.name(), "plugin:cuda[guarded]");
+    const Support gs = g.can_implement(batch.params());
+    EXPECT_FALSE(gs);
+    EXPECT_EQ(gs.reason, s.reason);
+    std::printf("[cuda plugin] no CUDA device (%s): loaded, and can_implement refuses with: %s\n",
+                dev.reason.c_str(), s.reason.c_str());
+  }
+}
+
+void suite_equals_in_process(Backend& plugin_backend, const char* what) {
+  cuda::CudaBackend in_process;
+  Recorder a(in_process), b(plugin_backend);
+  props::CampaignOptions o;
+  o.cases = props::cases_from_env(40);
+  o.seed = props::seed_from_env(20261203);
+  const auto t0 = std::chrono::steady_clock::now();
+  const props::FuzzReport ra = props::run_campaign(a, o);
+  const auto t1 = std::chrono::steady_clock::now();
+  const props::FuzzReport rb = props::run_campaign(b, o);
+  const auto t2 = std::chrono::steady_clock::now();
+  testing::expect_same_campaign(ra, a, rb, b);
+  for (const props::PropertyStats& s : rb.stats) EXPECT_TRUE(s.ran()) << s.property;
+  std::printf(
+      "[%s] %d cases x %zu properties, %lld runs: in-process cuda %.1f s, plugin %.1f s; "
+      "%zu failure(s) in both\n%s",
+      what, rb.cases_run, rb.stats.size(), static_cast<long long>(b.runs),
+      std::chrono::duration<double>(t1 - t0).count(),
+      std::chrono::duration<double>(t2 - t1).count(), rb.failures.size(), rb.to_string().c_str());
+}
+
+TEST(CudaPlugin, WholePropertySuiteEqualsInProcessBackend) {
+  if (Support dev = cuda::cuda_device_available(); !dev) {
+    GTEST_SKIP() << "no CUDA device: " << dev.reason;
+  }
+  auto b = load_plugin(MLAV_CUDA_PLUGIN);
+  suite_equals_in_process(*b, "cuda plugin");
+}
+
+TEST(CudaPlugin, GuardedSuiteEqualsInProcessBackend) {
+  if (Support dev = cuda::cuda_device_available(); !dev) {
+    GTEST_SKIP() << "no CUDA device: " << dev.reason;
+  }
+  GuardedPluginBackend g(parse_plugin_spec(std::string(MLAV_CUDA_PLUGIN) + "?guarded"));
+  suite_equals_in_process(g, "cuda plugin, guarded");
+  EXPECT_EQ(g.workers_started(), 1);
+}
+
+}  // namespace
+}  // namespace mlaverify::plugin
