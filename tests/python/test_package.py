@@ -215,6 +215,19 @@ def test_python_exception_fails_the_case_with_its_place(tmp_path):
     assert "test_package.py" in r.failures[0].detail  # where it was raised
 
 
+def test_writes_outside_the_real_rows_are_caught(tmp_path):
+    """The outputs are views of the suite's guarded buffers: zeroing the whole buffer (the gaps a
+    head or token stride skips, the rows past T) is a failing case, through the Python route."""
+    def scribbles(b):
+        b._o_base[:] = 0
+        b._lse_base[:] = 0
+        numpy_verify.verify(b)
+    be = mv.PythonBackend(scribbles, name="scribbles", capabilities=numpy_verify.CAPABILITIES)
+    r = mv.fuzz(be, cases=max(CASES, 10), seed=SEED, properties=["vs_model"], out_dir=tmp_path)
+    assert not r.ok and r.failures, r
+    assert "no backend may write" in r.failures[0].detail, r.failures[0]
+
+
 def test_unsupported_everywhere_is_not_green():
     def refuses(b):
         raise mv.Unsupported("this backend refuses everything")
