@@ -34,7 +34,10 @@ CAPABILITIES = mv.Capabilities(
     tile_keys=BLOCK_N)
 
 
-@triton.jit
+# Strides, offsets and H vary from case to case: not specialized on (== 1, % 16), so a campaign
+# compiles one kernel per dtype and path instead of one per stride pattern.
+@triton.jit(do_not_specialize=["q_ts", "q_hs", "q_lat_off", "q_pe_off", "lat_off", "lat_stride",
+                               "rope_off", "rope_stride", "ext_stride", "o_ts", "o_hs", "H"])
 def _verify_kernel(q_ptr, q_ts, q_hs, q_lat_off, q_pe_off,
                    pool_ptr, lat_off, lat_stride, rope_off, rope_stride, ext_ptr, ext_stride,
                    qo_ptr, req_ptr, slot_begin_ptr, prefix_ptr, slots_ptr, vis_begin_ptr,
