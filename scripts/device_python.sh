@@ -8,6 +8,10 @@
 #
 #   on the dev machine:  scripts/device_build.sh            (stages .device/libmlaverify_c.so)
 #   device tool:         run(command="scripts/device_python.sh", carry=[".device"])
+# or, to carry the library alone (carry is 64 MiB in all; the .so is ~9 MB):
+#   mkdir -p .device-py && cp build-cuda/capi/libmlaverify_c.so .device-py/
+#   run(command="MLAVERIFY_LIBRARY=.device-py/libmlaverify_c.so scripts/device_python.sh",
+#       carry=[".device-py"])
 # Env: MLAVERIFY_LIBRARY (default .device/libmlaverify_c.so), PYTHON (default python3),
 #      MLAV_GPU_CASES (default 20), MLAV_SEED.
 set -u
