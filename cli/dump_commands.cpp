@@ -184,7 +184,8 @@ int replay_dump(const std::filesystem::path& path, const DumpOptions& o, std::os
   dump::Comparison backend_cmp;
   std::string backend_note;
   if (!o.backend.empty()) {
-    BackendPtr b = make_backend(o.backend);
+    BackendPtr owned = o.backend_object ? nullptr : make_backend(o.backend);
+    Backend* b = o.backend_object ? o.backend_object : owned.get();
     VerifyParams bp = d.params();
     const Support s = b->can_implement(bp);
     if (!s) {

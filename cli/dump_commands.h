@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "mlaverify/backend.h"
+
 namespace mlaverify::cli {
 
 struct DumpOptions {
@@ -17,6 +19,9 @@ struct DumpOptions {
   double max_seconds = 600;   // refuse a dump whose estimated model time is longer
   std::vector<std::string> readings;  // diagnose: only these (empty: all)
   std::string command = "replay";     // names the command in a --json error document
+  // replay: run this backend (a caller's, e.g. a Python one through capi/) instead of making
+  // `backend` by name, which then only labels it. Not owned.
+  Backend* backend_object = nullptr;
 };
 
 // Whether `path` names a server dump (a .safetensors file) rather than a scenario.

@@ -2,7 +2,8 @@
 # Builds the CUDA binaries the device run needs and stages them in .device/ (ignored by git;
 # carried to the GPU machine with the run tool's carry [".device"]). The device image has nvcc,
 # CMake and ninja but not the -dev packages, so everything is built here, static in cudart, gtest
-# and rapidcheck. Then, on the device: scripts/device_run.sh tests sanitize bench compare.
+# and rapidcheck. Then, on the device: scripts/device_run.sh tests sanitize bench compare, and
+# scripts/device_python.sh (the Python package over .device/libmlaverify_c.so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 launcher=()
@@ -10,11 +11,11 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 if [ ! -f build-cuda/build.ninja ]; then
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLAV_WITH_CUDA=ON "${launcher[@]}"
 fi
-targets=(cuda_tests verify_bench racecheck_probe props_tests mlaverify)
+targets=(cuda_tests verify_bench racecheck_probe props_tests mlaverify mlaverify_c)
 ninja -C build-cuda -j "$(nproc)" "${targets[@]}"
 mkdir -p .device
 cp build-cuda/tests/cuda/cuda_tests build-cuda/bench/gpu/verify_bench \
   build-cuda/bench/gpu/racecheck_probe build-cuda/tests/props/props_tests build-cuda/cli/mlaverify \
-  .device/
+  build-cuda/capi/libmlaverify_c.so .device/
 echo "staged in .device/ from $(git rev-parse --short HEAD)$(git diff --quiet || echo '+dirty'):"
 ls -la .device

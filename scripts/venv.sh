@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates .venv (python3 -m venv) if missing and installs what the Python side needs: numpy,
-# safetensors, pytest, ml_dtypes (tests only), setuptools and wheel, and ./python (the
-# mlaverify_dump package, which itself needs only numpy and safetensors), each only if missing
+# safetensors, pytest, ml_dtypes (tests only), setuptools and wheel, and ./python (the mlaverify
+# package with the dump writer mlaverify_dump; it needs only numpy and safetensors, and bundles
+# build/capi/libmlaverify_c.so when that exists: python/_build/mlav_build.py), each only if missing
 # or, for ./python, changed since the last install. Idempotent; prints what it did.
 # PYTHON=/path/to/python3 picks the interpreter (default python3). Needs PyPI on first run.
 set -euo pipefail
@@ -47,18 +48,24 @@ else
   echo "venv: numpy, safetensors, pytest, ml_dtypes, setuptools, wheel present"
 fi
 
-# ./python is installed as a copy (not editable): reinstall when its sources change.
-stamp_file=$venv/.mlaverify_dump.stamp
+# ./python (the mlaverify package, with mlaverify_dump inside) is installed as a copy (not
+# editable): reinstall when its sources change. It was once the distribution mlaverify-dump: a
+# copy of that is removed first, so that two distributions never own the same files.
+if "$venv/bin/python" -m pip --disable-pip-version-check show -q mlaverify-dump >/dev/null 2>&1; then
+  echo "venv: pip uninstall mlaverify-dump (now part of the mlaverify distribution)"
+  "${pip[@]}" uninstall -y mlaverify-dump
+fi
+stamp_file=$venv/.mlaverify.stamp
 stamp=$(find python -type f \( -name '*.py' -o -name '*.toml' -o -name '*.md' \) \
           -not -path '*/build/*' -not -path '*.egg-info/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp_file" ] && [ "$(cat "$stamp_file")" = "$stamp" ] \
-   && "$venv/bin/python" -c "import mlaverify_dump" 2>/dev/null; then
-  echo "venv: mlaverify_dump up to date ($("$venv/bin/python" -c 'import mlaverify_dump as m; print(m.__version__)'))"
+   && "$venv/bin/python" -c "import mlaverify, mlaverify_dump" 2>/dev/null; then
+  echo "venv: mlaverify up to date ($("$venv/bin/python" -c 'import mlaverify as m; print(m.__version__)'))"
 else
   echo "venv: pip install ./python"
   "${pip[@]}" install --no-build-isolation --no-deps --force-reinstall ./python
   rm -rf python/build python/*.egg-info
   echo "$stamp" > "$stamp_file"
-  echo "venv: installed mlaverify_dump $("$venv/bin/python" -c 'import mlaverify_dump as m; print(m.__version__)')"
+  echo "venv: installed mlaverify $("$venv/bin/python" -c 'import mlaverify as m; print(m.__version__)')"
 fi
 echo "venv: ready; run tests with: $venv/bin/python -m pytest tests/python"
