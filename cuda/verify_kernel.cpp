@@ -125,6 +125,12 @@ int partial_blocks_per_sm(const char* requested) {
 }
 
 Support VerifyKernel::can_implement(const VerifyParams& p) {
+  // The kernels read int64 token-level kv_indices on the device; CudaBackend translates the
+  // other indexings on the host before it gets here, a device-pointer caller must do the same.
+  if (p.kv_indexing != KvIndexing::TokenI64) {
+    return Support::no("kv_indexing must be token_i64 (int32 ids and page tables: translate "
+                       "first, cuda::with_token_indices)");
+  }
   return detail::check_static(p, /*check_pointers=*/true);
 }
 

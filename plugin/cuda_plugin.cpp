@@ -19,9 +19,18 @@ namespace {
 
 using namespace mlaverify;
 
+// The kernel over device pointers reads int64 token-level kv_indices only: the CUDA backend's
+// host-side translation of int32 ids and page tables (cuda::with_token_indices) cannot run on
+// buffers already on the device, so the plugin declares token_i64 alone.
+Capabilities plugin_capabilities() {
+  Capabilities c = cuda::CudaBackend().capabilities();
+  c.kv_indexings = bit(KvIndexing::TokenI64);
+  return c;
+}
+
 struct CudaPlugin {
   std::string name = "cuda";
-  Capabilities caps = cuda::CudaBackend().capabilities();
+  Capabilities caps = plugin_capabilities();
 };
 
 CudaPlugin& self_of(void* self) { return *static_cast<CudaPlugin*>(self); }

@@ -48,6 +48,14 @@ if ! "$py" -m venv --system-site-packages "$venv" >"$OUT/python_venv.log" 2>&1; 
     || { say "device_python: cannot create a venv (see python_venv.log)"; exit 2; }
 fi
 vpy=$venv/bin/python
+# When python3 is itself a venv (as on the device image), --system-site-packages reaches only the
+# base interpreter's packages: a .pth file adds the caller's own site-packages (torch, numpy).
+if ! "$vpy" -c 'import numpy' >/dev/null 2>&1; then
+  site=$("$vpy" -c 'import site; print(site.getsitepackages()[0])')
+  "$py" -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' \
+    >"$site/mlav-parent-site.pth"
+  say "venv: added the parent interpreter's site-packages ($(tr '\n' ' ' <"$site/mlav-parent-site.pth"))"
+fi
 rm -rf python/build python/*.egg-info
 if MLAVERIFY_LIBRARY=$lib "$vpy" -m pip install --no-deps --no-build-isolation --no-index \
      --disable-pip-version-check ./python >"$OUT/python_install.log" 2>&1; then
