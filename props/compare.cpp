@@ -273,8 +273,8 @@ ProbableBound probable_bound(const VerifyParams& p, int32_t i, const Numerics& n
   const double big_n = static_cast<double>(n) + 2.0 * tiles + 2.0;
   const double ln_n = std::log(static_cast<double>(n));
   // Partial sums computed in floating point exceed the exact sums of magnitudes by at most
-  // gamma_576(u_a) relative: 1e-3 covers it for any declared unit up to 2^-12.
-  const double slack = 1.0 + 1e-3;
+  // gamma_m(u_a) relative, m the longest chain of additions (576 for a score, N for a sum).
+  const double slack = 1.0 + gamma_u(std::max<double>(kRowDim, big_n), ua);
 
   // Queries [rows, 576] (row = t * H + h) and their norms.
   Mat q(rows, kRowDim);
@@ -394,7 +394,7 @@ ProbableBound probable_bound(const VerifyParams& p, int32_t i, const Numerics& n
       ebar[r] = eb;
       w2e[r] = we2;
       // The lse (natural log): l's N roundings of partial sums <= (1 + ebar') l.
-      const double cl = un * (1.0 + eb_abs);
+      const double cl = un * (1.0 + eb_abs) * slack;
       z_sum += big_n * cl;
       z_var += big_n * cl * cl;
       z_det += big_n * ud * (1.0 + eb_abs);
@@ -439,8 +439,8 @@ ProbableBound probable_bound(const VerifyParams& p, int32_t i, const Numerics& n
       const double dev2 = std::max(0.0, q2(r, k) - 2.0 * rk * q1(r, k) + rk * rk * w2sum(r));
       // sum_j w_j (1 + e_j) |v_jk| <= A_k + ebar vmax_k: the magnitudes P.V's partial sums reach.
       const double mag = ak + eb * vm;
-      const double acc_mag = (1.0 + nm.p_unit) * mag;
-      const double l_mag = (1.0 + eb) * ark;
+      const double acc_mag = (1.0 + nm.p_unit) * mag * slack;
+      const double l_mag = (1.0 + eb) * ark * slack;
       const double sum_c =
           rmax[r] * (ak + ark) + up * mag + big_n * un * acc_mag + big_n * un * l_mag;
       const double var = gmax[r] * dev2 + up * up * (q2(r, k) + w2e[r] * vm * vm) +
