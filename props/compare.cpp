@@ -85,12 +85,13 @@ bool bf16_exact(double x) {
 //  2. Weights p_j = exp(s_j - m). A common shift of every s_j cancels in the normalisation, so
 //     only differences matter: each weight's relative error from scores is <= e^{eps_s} - 1 and the
 //     normalised weights move by <= e^{2 eps_s} - 1. exp itself: relative u_x per weight, and
-//     once more per rescale exp(m - m') a key's running sums go through (at most ceil(n / tile)
-//     tiles): u_x (1 + ceil(n / tile)). Rounding x = s_j - m in fp32 perturbs the exponent by
+//     once more per rescale exp(m - m') a key's running sums go through: u_x (1 + tiles), with
+//     tiles = ceil(n / tile) + S_p (each partial, and the draft block apart from the prefix, may
+//     start a tile of its own). Rounding x = s_j - m in fp32 perturbs the exponent by
 //     u |x|; weighted by the softmax, E_p[|x|] = H(p) - ln l <= ln n, so the average relative
 //     weight error from it is <= u (ln n + 1).
 //  3. Sums. l = sum p_j and acc = sum P_j v_j are sums over n keys plus one rescale multiply and
-//     add per tile: N = n + 2 ceil(n / tile) + 2 roundings, relative gamma_N(u_a) of
+//     add per tile: N = n + 2 tiles + 2 roundings, relative gamma_N(u_a) of
 //     sum p_j |v_j|. P rounded adds u_p relative on the numerator only (and, when P is fp32, the
 //     products P_j v_j round too: + u_a); a V that is not bf16-exact adds u_op.
 //     With A = numerator relative error and B = denominator's, o = acc / l is within
@@ -104,7 +105,9 @@ bool bf16_exact(double x) {
 //  6. The final o is rounded to o_dtype: + u_o |o| per element (compare_to_model adds it per
 //     element, against |ref|, and scales the rest by (1 + u_o)).
 // For the CPU backend's declaration (u_a = 2^-24, bf16 P, num_splits + 1 partials) every term is
-// the one this file derived before declarations existed, plus the rescale exps of item 2.
+// the one this file derived before declarations existed, plus two corrections of terms it had
+// left out: the rescale exps of item 2, and a tile per partial in the counts of items 2-3
+// (each adds well under 10^-5 vmax).
 Tolerance derive_tolerance(model::VerifyBatch& batch, int32_t i, const Capabilities& declared) {
   return derive_tolerance(batch.params(), i, request_view(batch, i), declared);
 }
@@ -150,7 +153,8 @@ Tolerance derive_tolerance(const VerifyParams& p, int32_t i, const RequestView& 
              smax;
   }
   const double ln_n = std::log(static_cast<double>(std::max<int64_t>(n, 1)));
-  const double tiles = std::ceil(static_cast<double>(n) / tile);
+  const double sp = static_cast<double>(declared_partials(declared, p));
+  const double tiles = std::ceil(static_cast<double>(n) / tile) + sp;
   const double exp_rel = nm.exp_unit * (1.0 + tiles) + u * (ln_n + 1.0);
   const double big_n = static_cast<double>(n) + 2.0 * tiles + 2.0;
   const double score_rel = std::expm1(2.0 * eps_s);
@@ -161,7 +165,6 @@ Tolerance derive_tolerance(const VerifyParams& p, int32_t i, const RequestView& 
   const double b = score_rel + exp_rel + gamma_u(big_n, ua);
   const double partial_o = (a + b) / (1.0 - b) + u;
   const double dlse = eps_s + b + 2.0 * u * (smax + ln_n + 1.0);
-  const double sp = static_cast<double>(declared_partials(declared, p));
   const double merge_o = std::expm1(2.0 * dlse) + gamma_f32(sp + 2.0);
   Tolerance tol;
   tol.o_unit = output_unit(p.o_dtype);
@@ -222,7 +225,7 @@ double probable_lambda() {
 //     The shift leaves the random numerator as sum_j w_j eps_j (v_jk - r_k): eps_* multiplies
 //     sum_j w_j (v_jk - r_k) = 0.
 // Per element k (A_k = sum_j w_j |v_jk|, vmax_k = max_j |v_jk|, M_k = A_k + Ebar vmax_k >=
-// sum_j w_j (1 + E_j) |v_jk|; N = n + 2 ceil(n / tile) + 2 roundings of each sum):
+// sum_j w_j (1 + E_j) |v_jk|; N = n + 2 tiles + 2 roundings of each sum, tiles as above):
 //   T1 = sum_j w_j eps_j (v_jk - r_k): sum c <= max R_j (A_k + |r_k|),
 //        sum c^2 <= max g_j sum_j w_j^2 (v_jk - r_k)^2.
 //   T2 = sum_j w_j d_j (v_jk - r_k) (worst): <= min(max D_j (A_k + |r_k|),
@@ -268,13 +271,13 @@ ProbableBound probable_bound(const VerifyParams& p, int32_t i, const Numerics& n
   const double sm = static_cast<double>(p.sm_scale);
   const double lambda = probable_lambda();
   const double tile = static_cast<double>(std::max(nm.tile_keys, 1));
-  const double tiles = std::ceil(static_cast<double>(n) / tile);
-  const double big_n = static_cast<double>(n) + 2.0 * tiles + 2.0;
   const double S = static_cast<double>(std::max(partials, 1));
+  const double tiles = std::ceil(static_cast<double>(n) / tile) + S;  // as in derive_tolerance
+  const double big_n = static_cast<double>(n) + 2.0 * tiles + 2.0;
   const double ln_n = std::log(static_cast<double>(n));
   // Partial sums computed in floating point exceed the exact sums of magnitudes by at most
-  // gamma_576(u_a) relative: 1e-3 covers it for any declared unit up to 2^-12.
-  const double slack = 1.0 + 1e-3;
+  // gamma_m(u_a) relative, m the longest chain of additions (576 for a score, N for a sum).
+  const double slack = 1.0 + gamma_u(std::max<double>(kRowDim, big_n), ua);
 
   // Queries [rows, 576] (row = t * H + h) and their norms.
   Mat q(rows, kRowDim);
@@ -394,7 +397,7 @@ ProbableBound probable_bound(const VerifyParams& p, int32_t i, const Numerics& n
       ebar[r] = eb;
       w2e[r] = we2;
       // The lse (natural log): l's N roundings of partial sums <= (1 + ebar') l.
-      const double cl = un * (1.0 + eb_abs);
+      const double cl = un * (1.0 + eb_abs) * slack;
       z_sum += big_n * cl;
       z_var += big_n * cl * cl;
       z_det += big_n * ud * (1.0 + eb_abs);
@@ -439,8 +442,8 @@ ProbableBound probable_bound(const VerifyParams& p, int32_t i, const Numerics& n
       const double dev2 = std::max(0.0, q2(r, k) - 2.0 * rk * q1(r, k) + rk * rk * w2sum(r));
       // sum_j w_j (1 + e_j) |v_jk| <= A_k + ebar vmax_k: the magnitudes P.V's partial sums reach.
       const double mag = ak + eb * vm;
-      const double acc_mag = (1.0 + nm.p_unit) * mag;
-      const double l_mag = (1.0 + eb) * ark;
+      const double acc_mag = (1.0 + nm.p_unit) * mag * slack;
+      const double l_mag = (1.0 + eb) * ark * slack;
       const double sum_c =
           rmax[r] * (ak + ark) + up * mag + big_n * un * acc_mag + big_n * un * l_mag;
       const double var = gmax[r] * dev2 + up * up * (q2(r, k) + w2e[r] * vm * vm) +

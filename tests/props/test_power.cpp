@@ -312,6 +312,62 @@ TEST(Power, Sweep) {
   }
 }
 
+// The statistical part alone: the CPU backend writing o in fp32 (the output rounding drops to
+// 2^-24, so what remains of each element's error is the arithmetic the probable bound models),
+// element by element against probable_bound over a campaign's cases. Prints the margin.
+TEST(Power, F32OutputInsideProbableBound) {
+  const uint64_t seed = seed_from_env(20261129);
+  const int32_t cases = env_int("MLAV_POWER_CASES", 12);
+  for (bool defaults : {false, true}) {
+    auto cpu = cpu::make_cpu_backend();
+    const Capabilities declared = defaults ? Capabilities{} : cpu->capabilities();
+    double worst = 0, worst_lse = 0;
+    int64_t over = 0, compared = 0;
+    std::string worst_case;
+    for (const Case& c : campaign_cases(seed, cases)) {
+      model::VerifyBatch batch = build_batch(c);
+      VerifyParams p = batch.params();
+      if (!cpu->can_implement(p)) continue;
+      const int32_t H = p.num_heads;
+      std::vector<float> o(static_cast<size_t>(p.max_total_q) * H * kLatentDim);  // [T, H, 512]
+      p.o_lat = o.data();
+      p.o_dtype = DType::F32;
+      batch.poison_outputs();
+      cpu->run(p);
+      const model::RefResult ref = model::reference_verify(p);
+      const int32_t partials = declared_partials(declared, p);
+      for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
+        const ProbableBound pb = probable_bound(p, i, declared.numerics, partials);
+        for (int32_t q = 0; q < pb.draft_nodes; ++q) {
+          const int64_t t = pb.q_begin + q;
+          for (int32_t h = 0; h < H; ++h) {
+            for (int32_t k = 0; k < kLatentDim; ++k) {
+              const double r = ref.o(t, h, k);
+              const double got = o[(static_cast<size_t>(t) * H + h) * kLatentDim + k];
+              const double bound = pb.at(q, h, k) + kF32Unit * std::fabs(r);
+              const double ratio = std::fabs(got - r) / bound;
+              if (ratio > worst) {
+                worst = ratio;
+                worst_case = scenarios::summary(c);
+              }
+              over += ratio > 1 ? 1 : 0;
+              ++compared;
+            }
+            const double e = std::fabs(batch.lse()[static_cast<size_t>(t) * H + h] - ref.lse_at(t, h));
+            if (std::isfinite(pb.lse_at(q, h))) worst_lse = std::max(worst_lse, e / pb.lse_at(q, h));
+          }
+        }
+      }
+    }
+    std::printf("cpu, f32 o, %s: %lld elements, %lld over; worst err/probable o %.3f, lse %.3f\n"
+                "    (worst o at %s)\n",
+                defaults ? "default numerics" : "cpu numerics", static_cast<long long>(compared),
+                static_cast<long long>(over), worst, worst_lse, worst_case.c_str());
+    EXPECT_EQ(over, 0);
+    EXPECT_LT(worst_lse, 1.0);
+  }
+}
+
 // The two shipped SGLang dumps (its Triton kernel's o and lse) against the probable bound of a
 // foreign kernel's default declaration: inside, and the margin printed.
 TEST(Power, ShippedDumpsInsideProbableBound) {
