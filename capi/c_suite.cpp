@@ -251,7 +251,9 @@ MLAV_API mlav_status mlav_suite_info(char** out, char* err, size_t err_size) {
     j["properties"] = props;
 #ifdef MLAV_HAVE_CUDA
     const mlaverify::Support s = mlaverify::cuda::cuda_device_available();
-    j["cuda"] = {{"built", true}, {"available", s.ok}, {"reason", s.reason}};
+    std::string why = s.reason;
+    if (!s.ok && why.rfind("no CUDA device", 0) != 0) why = "no CUDA device: " + why;
+    j["cuda"] = {{"built", true}, {"available", s.ok}, {"reason", s.ok ? "" : why}};
 #else
     j["cuda"] = {{"built", false},
                  {"available", false},
