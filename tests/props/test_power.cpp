@@ -332,6 +332,8 @@ TEST(Power, F32OutputInsideProbableBound) {
       std::vector<float> o(static_cast<size_t>(p.max_total_q) * H * kLatentDim);  // [T, H, 512]
       p.o_lat = o.data();
       p.o_dtype = DType::F32;
+      p.o_token_stride = int64_t{H} * kLatentDim;  // this buffer is dense, whatever the case's
+      p.o_head_stride = kLatentDim;
       batch.poison_outputs();
       cpu->run(p);
       const model::RefResult ref = model::reference_verify(p);
