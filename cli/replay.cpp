@@ -54,6 +54,10 @@ ReplayEntry replay_sim_file(const std::filesystem::path& file, Backend& backend,
   if (options.check_recorded && s.config.fault != sim::PlantedFault::None) {
     e.recorded_backend = "fault:" + sim::to_string(s.config.fault) + " (" + s.backend + ")";
     e.recorded = sim::replay(s, backend, true).reproduced ? "reproduced" : "not_reproduced";
+  } else if (options.check_recorded && s.backend.starts_with(kMutantPrefix)) {
+    e.recorded_backend = s.backend;
+    BackendPtr recorded = make_backend_or_mutant(s.backend);
+    e.recorded = sim::replay(s, *recorded, true).reproduced ? "reproduced" : "not_reproduced";
   }
   return e;
 }

@@ -115,7 +115,15 @@ SimConfig parse_config(const ojson& j) {
     }
   }
   c.max_running = get<int32_t>(j, p, "max_running");
-  c.tree = parse_tree_kind(get<std::string>(j, p, "tree"));
+  auto named = [&](auto parse, const char* name) {
+    try {
+      return parse(get<std::string>(j, p, name));
+    } catch (const InvalidInput& e) {
+      if (e.field().starts_with(p)) throw;
+      throw InvalidInput(p + "." + name, -1, e.detail());
+    }
+  };
+  c.tree = named(parse_tree_kind, "tree");
   c.tree_budget = get<int32_t>(j, p, "tree_budget");
   c.eagle_topk = get<int32_t>(j, p, "eagle_topk");
   c.eagle_depth = get<int32_t>(j, p, "eagle_depth");
@@ -130,14 +138,14 @@ SimConfig parse_config(const ojson& j) {
   }
   c.allocator = alloc == "paged" ? model::AllocatorKind::Paged : model::AllocatorKind::Token;
   c.need_sort = get<bool>(j, p, "need_sort");
-  c.defrag = parse_defrag_policy(get<std::string>(j, p, "defrag"));
+  c.defrag = named(parse_defrag_policy, "defrag");
   c.frag_threshold = get<double>(j, p, "frag_threshold");
   c.defrag_every = get<int32_t>(j, p, "defrag_every");
   c.graph_sizes = get<std::vector<int32_t>>(j, p, "graph_sizes");
   c.preset = get<std::string>(j, p, "preset");
   c.tp = get<int32_t>(j, p, "tp");
   c.check_every = get<int32_t>(j, p, "check_every");
-  c.fault = parse_fault(get<std::string>(j, p, "fault"));
+  c.fault = named(parse_fault, "fault");
   c.fault_step = get<int64_t>(j, p, "fault_step");
   try {
     validate(c);

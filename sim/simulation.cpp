@@ -485,9 +485,17 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
           waiting.push_back({pl, ol});
         }
       }
-      // 2. Admission (FIFO), while a row and the slots are free.
+      // 2. Admission (FIFO), while a row is free and the pool keeps headroom for one draft tree
+      // (and a page) per running request after it, as SGLang's scheduler reserves decode room;
+      // without it a full pool retracts and re-admits the same request every step.
+      auto available = [&] {
+        return st.paged() ? st.paged_allocator()->available() : st.token_allocator()->available();
+      };
       while (!waiting.empty() && static_cast<int32_t>(live.size()) < cfg.max_running) {
         const Waiting w = waiting.front();
+        const int64_t headroom =
+            static_cast<int64_t>(live.size() + 1) * (max_tree + cfg.page_size) + cfg.page_size;
+        if (!live.empty() && available() < w.prompt_len + headroom) break;
         auto id = st.admit(w.prompt_len, gen);
         if (!id) {
           if (live.empty()) waiting.pop_front();  // can never fit: dropped
@@ -536,19 +544,20 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
       m.batch_size = bs;
       m.padded_bs = bs;
       for (const model::DraftTree& t : trees) m.draft_tokens += t.size();
-      // 4. The verify launch.
+      // 4. The verify launch, padded up to the smallest captured size (eager when none fits, as
+      // SGLang runs).
+      int32_t padded = bs;
+      if (bs > 0 && !cfg.graph_sizes.empty() &&
+          *std::max_element(cfg.graph_sizes.begin(), cfg.graph_sizes.end()) >= bs) {
+        padded = model::pad_batch_size(bs, cfg.graph_sizes);
+      }
+      m.padded_bs = padded;
       if (bs > 0 && is_check_step(step)) {
         std::vector<int32_t> rows, sizes;
         for (size_t i = 0; i < batch.size(); ++i) {
           rows.push_back(static_cast<int32_t>(st.row(batch[i])));
           sizes.push_back(trees[i].size());
         }
-        int32_t padded = bs;
-        if (!cfg.graph_sizes.empty() &&
-            *std::max_element(cfg.graph_sizes.begin(), cfg.graph_sizes.end()) >= bs) {
-          padded = model::pad_batch_size(bs, cfg.graph_sizes);  // else eager, as SGLang runs
-        }
-        m.padded_bs = padded;
         const model::RequestRows rr = model::pad_requests(rows, prefix_lens, sizes, padded);
         std::vector<model::DraftTree> all_trees = trees;
         const int32_t max_d = *std::max_element(sizes.begin(), sizes.end());
@@ -685,6 +694,9 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
         compact_now = model::measure(st).runs_per_request > cfg.frag_threshold;
       }
       if (compact_now && !live.empty()) {
+        // Checked first: compaction rebuilds the allocator from req_to_token and would hide
+        // what acceptance broke.
+        st.check_invariants();
         std::vector<std::vector<int64_t>> old;
         for (auto& [id, l] : live) old.push_back(st.prefix_slots(id));
         model::compact(st);
