@@ -273,6 +273,9 @@ int main(int argc, char** argv) {
     c.app->add_option("--seed", sc.seed, "Seed: the whole run is a function of it");
     c.app->add_option("--check-every", sc.check_every,
                       "Run the backend and compare with the model every N steps (0: never)");
+    c.app->add_option("--run-every", sc.run_every,
+                      "Also run (and time) the backend every N steps without comparing (0: only "
+                      "on checked steps)");
     c.app->add_option("--trace", sim_opts.trace_file,
                       "Requests: arrival_step,prompt_len,output_len per line (docs/spec.md §13)");
     c.app->add_option("--arrival-rate", sc.arrival_rate, "Mean arrivals per step (Poisson)");

@@ -45,6 +45,7 @@ ojson config_json(const SimConfig& c) {
   j["preset"] = c.preset;
   j["tp"] = c.tp;
   j["check_every"] = c.check_every;
+  j["run_every"] = c.run_every;
   j["fault"] = to_string(c.fault);
   j["fault_step"] = c.fault_step;
   return j;
@@ -83,7 +84,7 @@ SimConfig parse_config(const ojson& j) {
                                  "tree_budget", "eagle_topk", "eagle_depth", "mtp_len",
                                  "accept_prob", "accept_trace", "pool_size", "page_size",
                                  "allocator", "need_sort", "defrag", "frag_threshold",
-                                 "defrag_every", "graph_sizes", "preset", "tp", "check_every",
+                                 "defrag_every", "graph_sizes", "preset", "tp", "check_every", "run_every",
                                  "fault", "fault_step"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (std::find(std::begin(kKnown), std::end(kKnown), it.key()) == std::end(kKnown)) {
@@ -145,6 +146,7 @@ SimConfig parse_config(const ojson& j) {
   c.preset = get<std::string>(j, p, "preset");
   c.tp = get<int32_t>(j, p, "tp");
   c.check_every = get<int32_t>(j, p, "check_every");
+  c.run_every = j.contains("run_every") ? get<int32_t>(j, p, "run_every") : 0;
   c.fault = named(parse_fault, "fault");
   c.fault_step = get<int64_t>(j, p, "fault_step");
   try {

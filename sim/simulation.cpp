@@ -377,6 +377,7 @@ void validate(const SimConfig& c) {
   need(c.defrag_every >= 1, "defrag_every", "must be >= 1");
   for (int32_t g : c.graph_sizes) need(g >= 1, "graph_sizes", "each >= 1");
   need(c.check_every >= 0, "check_every", "must be >= 0");
+  need(c.run_every >= 0, "run_every", "must be >= 0");
   need(c.stop_after_failure >= 0, "stop_after_failure", "must be >= 0");
   (void)model::preset(c.preset).local_heads(c.tp);
 }
@@ -552,7 +553,8 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
         padded = model::pad_batch_size(bs, cfg.graph_sizes);
       }
       m.padded_bs = padded;
-      if (bs > 0 && is_check_step(step)) {
+      const bool check_now = is_check_step(step);
+      if (bs > 0 && (check_now || (cfg.run_every > 0 && step % cfg.run_every == 0))) {
         std::vector<int32_t> rows, sizes;
         for (size_t i = 0; i < batch.size(); ++i) {
           rows.push_back(static_cast<int32_t>(st.row(batch[i])));
@@ -609,6 +611,7 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
         p.o_token_stride = int64_t{heads} * kLatentDim;
         p.o_head_stride = kLatentDim;
         p.lse = lse_buf.data();
+        bool ran = false;
         if (Support s = backend.can_implement(p); !s) {
           fail(step, "unsupported", backend.name() + " cannot run the step's batch: " + s.reason);
         } else {
@@ -616,6 +619,9 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
           backend.run(p);
           m.backend_ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count();
+          ran = true;
+        }
+        if (check_now && ran) {
           const Check c = compare_with_model(p, bs, o_buf, lse_buf, caps);
           m.checked = true;
           m.worst_ratio = c.worst_ratio;

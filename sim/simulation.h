@@ -81,6 +81,9 @@ struct SimConfig {
   // invariants and the content of every accepted token are checked every step regardless.
   int32_t check_every = 1;
   std::vector<int64_t> check_steps;
+  // The backend also runs (timed, not compared) every run_every steps (0: only on checked
+  // steps): kernel time over a long run without the model's cost on every step.
+  int32_t run_every = 0;
   PlantedFault fault = PlantedFault::None;
   int64_t fault_step = 0;
   int64_t stop_after_failure = 1;  // failures before the run stops (0: never stops)

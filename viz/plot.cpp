@@ -17,8 +17,8 @@ namespace {
 
 constexpr int kWidth = 1000;
 constexpr int kPanelHeight = 150;
-constexpr int kTop = 40;
-constexpr double kLeft = 90, kRight = 20, kGap = 28;
+constexpr int kTop = 54;
+constexpr double kLeft = 90, kRight = 20, kGap = 36;
 
 std::string label(double v) {
   char buf[32];
@@ -89,7 +89,9 @@ void draw(cairo_t* cr, const LineChart& chart, int height) {
       cairo_show_text(cr, s.c_str());
     }
     cairo_set_font_size(cr, 12);
-    cairo_move_to(cr, kLeft + 6, top + 14);
+    // The label sits above its panel: a full series must not hide it.
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    cairo_move_to(cr, kLeft, top - 5);
     cairo_show_text(cr, p.y_label.c_str());
     // The series: per pixel column its min and max, joined.
     if (p.x.empty()) continue;
