@@ -63,6 +63,25 @@ TEST(SimulateCli, PlantedFaultBecomesAReplayableScenario) {
   fs::remove_all(dir);
 }
 
+TEST(SimulateCli, AMutantKernelIsCaughtAndReplaysOnTheMutant) {
+  const fs::path dir = fresh_dir("mutant");
+  SimulateOptions o;
+  o.backend = "mutant:sm_scale_576";
+  o.config.steps = 40;
+  o.config.check_every = 10;
+  o.scenario_dir = dir / "failures";
+  std::ostringstream out;
+  const SimulateResult r = run_simulate(o, out);
+  EXPECT_EQ(r.exit_code, kExitFail) << out.str();
+  ASSERT_EQ(r.scenarios.size(), 1u) << out.str();
+  EXPECT_NE(out.str().find("[attention]"), std::string::npos) << out.str();
+  // The correct backend passes the step; the recorded mutant fails it again.
+  EXPECT_EQ(run("replay " + r.scenarios[0].string(), dir), kExitPass) << slurp(dir / "stdout");
+  EXPECT_NE(slurp(dir / "stdout").find("reproduced on mutant:sm_scale_576"), std::string::npos)
+      << slurp(dir / "stdout");
+  fs::remove_all(dir);
+}
+
 TEST(SimulateCli, CleanRunWritesCsvPlotsAndPasses) {
   const fs::path dir = fresh_dir("clean");
   const int rc = run("simulate --steps 120 --check-every 30 --pool-size 4096 --page-size 16 "
