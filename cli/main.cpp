@@ -303,6 +303,7 @@ int main(int argc, char** argv) {
     c.app->add_option("--defrag-every", sc.defrag_every, "tier1-every: compact every N steps");
     c.app->add_option("--graph-sizes", sc.graph_sizes, "CUDA-graph capture sizes (pad up)")
         ->delimiter(',');
+    c.app->add_option("--num-splits", sc.num_splits, "Prefix chunks asked of the backend (split-KV)");
     c.app->add_option("--preset", sc.preset, "deepseek-v3, kimi-k2, kimi-k2-0905");
     c.app->add_option("--tp", sc.tp, "Tensor parallelism (heads on the rank = heads / tp)");
     c.app->add_option("--fault", fault,

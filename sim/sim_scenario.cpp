@@ -46,6 +46,7 @@ ojson config_json(const SimConfig& c) {
   j["tp"] = c.tp;
   j["check_every"] = c.check_every;
   j["run_every"] = c.run_every;
+  j["num_splits"] = c.num_splits;
   j["fault"] = to_string(c.fault);
   j["fault_step"] = c.fault_step;
   return j;
@@ -84,7 +85,7 @@ SimConfig parse_config(const ojson& j) {
                                  "tree_budget", "eagle_topk", "eagle_depth", "mtp_len",
                                  "accept_prob", "accept_trace", "pool_size", "page_size",
                                  "allocator", "need_sort", "defrag", "frag_threshold",
-                                 "defrag_every", "graph_sizes", "preset", "tp", "check_every", "run_every",
+                                 "defrag_every", "graph_sizes", "preset", "tp", "check_every", "run_every", "num_splits",
                                  "fault", "fault_step"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (std::find(std::begin(kKnown), std::end(kKnown), it.key()) == std::end(kKnown)) {
@@ -147,6 +148,7 @@ SimConfig parse_config(const ojson& j) {
   c.tp = get<int32_t>(j, p, "tp");
   c.check_every = get<int32_t>(j, p, "check_every");
   c.run_every = j.contains("run_every") ? get<int32_t>(j, p, "run_every") : 0;
+  c.num_splits = j.contains("num_splits") ? get<int32_t>(j, p, "num_splits") : 1;
   c.fault = named(parse_fault, "fault");
   c.fault_step = get<int64_t>(j, p, "fault_step");
   try {

@@ -378,6 +378,7 @@ void validate(const SimConfig& c) {
   for (int32_t g : c.graph_sizes) need(g >= 1, "graph_sizes", "each >= 1");
   need(c.check_every >= 0, "check_every", "must be >= 0");
   need(c.run_every >= 0, "run_every", "must be >= 0");
+  need(c.num_splits >= 1 && c.num_splits <= 64, "num_splits", "must be in [1, 64]");
   need(c.stop_after_failure >= 0, "stop_after_failure", "must be >= 0");
   (void)model::preset(c.preset).local_heads(c.tp);
 }
@@ -589,7 +590,7 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
         p.num_heads = heads;
         p.max_draft = max_d;
         p.max_total_q = t_total;
-        p.num_splits = 1;
+        p.num_splits = cfg.num_splits;
         p.sm_scale = sm_scale;
         p.q = q_buf.data();
         p.q_dtype = DType::BF16;

@@ -74,6 +74,7 @@ struct SimConfig {
   int32_t defrag_every = 100;   // Tier1Every
   // Batch presentation.
   std::vector<int32_t> graph_sizes;  // CUDA-graph capture sizes; empty: eager (no padding)
+  int32_t num_splits = 1;  // VerifyParams::num_splits (prefix chunks a backend is asked for)
   std::string preset = "kimi-k2";
   int32_t tp = 8;
   // Checks: the backend runs and the attention is compared with the model every check_every
