@@ -312,7 +312,7 @@ int main(int argc, char** argv) {
     c.app->add_option("--csv", sim_opts.csv, "Per-step metrics as CSV");
     c.app->add_option("--plot", sim_opts.plot, "Plots: writes <stem>.svg and <stem>.png");
     c.app->add_option("--scenario-dir", sim_opts.scenario_dir, "Where failing steps are written");
-    c.run = [&](std::ostream& human, bool) {
+    c.run = [&](std::ostream& human, bool json) {
       sim::SimConfig& sc = sim_opts.config;
       sc.tree = sim::parse_tree_kind(tree);
       sc.defrag = sim::parse_defrag_policy(defrag);
@@ -326,7 +326,9 @@ int main(int argc, char** argv) {
       }
       sim_opts.progress = &std::cerr;
       sim_opts.progress_bar = cli::stderr_is_terminal();
-      return cli::simulate(sim_opts, human);
+      const cli::SimulateResult r = cli::run_simulate(sim_opts, human);
+      if (json) cli::write_simulate_json(r, std::cout);
+      return r.exit_code;
     };
   }
 

@@ -11,6 +11,7 @@
 
 #include "cli/backends.h"
 #include "cli/commands.h"
+#include "cli/json_writer.h"
 #include "cli/progress.h"
 #include "mlaverify/error.h"
 #include "sim/sim_scenario.h"
@@ -173,6 +174,35 @@ SimulateResult run_simulate(const SimulateOptions& options, std::ostream& out) {
     res.exit_code = kExitPass;
   }
   return res;
+}
+
+void write_simulate_json(const SimulateResult& r, std::ostream& out) {
+  JsonWriter w(out);
+  w.begin_object();
+  w.key("command").value("simulate");
+  w.key("exit_code").value(static_cast<int64_t>(r.exit_code));
+  w.key("steps_run").value(r.sim.steps_run);
+  w.key("seconds").value(r.sim.seconds);
+  w.key("steps_per_second").value(r.sim.steps_per_second);
+  w.key("checked_steps").value(r.sim.checked_steps);
+  w.key("requests_finished").value(r.sim.requests_finished);
+  w.key("tokens_accepted").value(r.sim.tokens_accepted);
+  w.key("max_leaked_slots").value(r.sim.max_leaked);
+  w.key("fault_applied_step").value(r.sim.fault_applied_step);
+  w.key("failures").begin_array();
+  for (const sim::SimFailure& f : r.sim.failures) {
+    w.begin_object();
+    w.key("step").value(f.step);
+    w.key("kind").value(f.kind);
+    w.key("detail").value(f.detail);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("scenarios").begin_array();
+  for (const std::filesystem::path& p : r.scenarios) w.value(p.string());
+  w.end_array();
+  w.end_object();
+  out << "\n";
 }
 
 int simulate(const SimulateOptions& options, std::ostream& out) {

@@ -31,6 +31,8 @@ struct SimulateResult {
 };
 
 SimulateResult run_simulate(const SimulateOptions& options, std::ostream& out);
+// The --json document: the run's totals, failures and scenario files.
+void write_simulate_json(const SimulateResult& r, std::ostream& out);
 int simulate(const SimulateOptions& options, std::ostream& out);
 
 // Accepted path lengths, whitespace- or comma-separated integers >= 1; InvalidInput("<file>:

@@ -97,6 +97,17 @@ TEST(SimulateCli, CleanRunWritesCsvPlotsAndPasses) {
   fs::remove_all(dir);
 }
 
+TEST(SimulateCli, JsonDocumentOnStdout) {
+  const fs::path dir = fresh_dir("json");
+  EXPECT_EQ(run("simulate --steps 30 --check-every 10 --json", dir), kExitPass);
+  const std::string out = slurp(dir / "stdout");
+  EXPECT_EQ(out.rfind("{\"command\":\"simulate\"", 0), 0u) << out;
+  EXPECT_NE(out.find("\"checked_steps\":2"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"max_leaked_slots\":0"), std::string::npos) << out;
+  EXPECT_NE(slurp(dir / "stderr").find("steps/s"), std::string::npos);  // the summary
+  fs::remove_all(dir);
+}
+
 TEST(SimulateCli, BadTraceIsOneLineAndExitTwo) {
   const fs::path dir = fresh_dir("trace");
   const fs::path trace = dir / "t.csv";
