@@ -68,7 +68,8 @@ void plot_metrics(const std::vector<sim::StepMetrics>& steps, const std::string&
   panel("pages partially used", [](const sim::StepMetrics& m) { return double(m.partial_pages); });
   panel("slots moved by defrag", [](const sim::StepMetrics& m) { return double(m.slots_moved); });
   panel("live requests", [](const sim::StepMetrics& m) { return double(m.live_requests); });
-  panel("backend time (ms)", [](const sim::StepMetrics& m) { return m.backend_ms; }, true);
+  panel(
+      "backend time (ms)", [](const sim::StepMetrics& m) { return m.backend_ms; }, true);
   viz::render_lines(chart, stem);
 }
 
@@ -118,17 +119,16 @@ SimulateResult run_simulate(const SimulateOptions& options, std::ostream& out) {
   }
   std::sort(ms.begin(), ms.end());
   const double n = std::max<double>(1, static_cast<double>(r.steps.size()));
-  const std::string title = "simulate: " + backend->name() + ", page " +
-                            std::to_string(cfg.page_size) + " (" +
-                            (cfg.allocator == model::AllocatorKind::Paged ? "paged" : "token") +
-                            "), defrag " + sim::to_string(cfg.defrag) + ", tree " +
-                            sim::to_string(cfg.tree) + ", " + cfg.preset + " tp" +
-                            std::to_string(cfg.tp);
+  const std::string title =
+      "simulate: " + backend->name() + ", page " + std::to_string(cfg.page_size) + " (" +
+      (cfg.allocator == model::AllocatorKind::Paged ? "paged" : "token") + "), defrag " +
+      sim::to_string(cfg.defrag) + ", tree " + sim::to_string(cfg.tree) + ", " + cfg.preset +
+      " tp" + std::to_string(cfg.tp);
   out << title << "\n";
   out << "  steps                  " << r.steps_run << " of " << cfg.steps << " in "
       << fmt(r.seconds) << " s: " << fmt(r.steps_per_second, 4) << " steps/s\n";
-  out << "  attention checked      " << r.checked_steps << " steps (every "
-      << cfg.check_every << ")\n";
+  out << "  attention checked      " << r.checked_steps << " steps (every " << cfg.check_every
+      << ")\n";
   out << "  requests finished      " << r.requests_finished << ", tokens accepted "
       << r.tokens_accepted << "\n";
   out << "  runs per request       mean " << fmt(rpr_sum / n) << ", max " << fmt(rpr_max) << "\n";
@@ -144,7 +144,8 @@ SimulateResult run_simulate(const SimulateOptions& options, std::ostream& out) {
   if (cfg.fault != sim::PlantedFault::None) {
     out << "  planted fault          " << sim::to_string(cfg.fault)
         << (r.fault_applied ? " applied at step " + std::to_string(r.fault_applied_step)
-                            : std::string(" never applied")) << "\n";
+                            : std::string(" never applied"))
+        << "\n";
   }
   out << "  failures               " << r.failures.size() << "\n";
   for (const sim::SimFailure& f : r.failures) {

@@ -14,11 +14,11 @@ namespace mlaverify::cli {
 
 struct SimulateOptions {
   sim::SimConfig config;
-  std::string backend = "cpu";             // make_backend_or_mutant's names
-  std::filesystem::path trace_file;        // requests (docs/spec.md §13); empty: distributions
-  std::filesystem::path accept_trace_file; // accepted path lengths; empty: accept_prob
-  std::filesystem::path csv;               // per-step metrics; empty: not written
-  std::filesystem::path plot;              // stem: <stem>.svg and <stem>.png; empty: none
+  std::string backend = "cpu";              // make_backend_or_mutant's names
+  std::filesystem::path trace_file;         // requests (docs/spec.md §13); empty: distributions
+  std::filesystem::path accept_trace_file;  // accepted path lengths; empty: accept_prob
+  std::filesystem::path csv;                // per-step metrics; empty: not written
+  std::filesystem::path plot;               // stem: <stem>.svg and <stem>.png; empty: none
   std::filesystem::path scenario_dir = "simulate-failures";  // where failing steps are written
   bool progress_bar = false;
   std::ostream* progress = nullptr;

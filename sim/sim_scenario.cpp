@@ -80,13 +80,13 @@ T get(const ojson& obj, const std::string& path, const char* name) {
 SimConfig parse_config(const ojson& j) {
   const std::string p = "config";
   if (!j.is_object()) throw InvalidInput(p, -1, "must be an object");
-  static const char* kKnown[] = {"steps", "seed", "arrival_rate", "prompt_min", "prompt_max",
-                                 "output_min", "output_max", "trace", "max_running", "tree",
-                                 "tree_budget", "eagle_topk", "eagle_depth", "mtp_len",
-                                 "accept_prob", "accept_trace", "pool_size", "page_size",
-                                 "allocator", "need_sort", "defrag", "frag_threshold",
-                                 "defrag_every", "graph_sizes", "preset", "tp", "check_every", "run_every", "num_splits",
-                                 "fault", "fault_step"};
+  static const char* kKnown[] = {
+      "steps",       "seed",      "arrival_rate", "prompt_min",     "prompt_max",   "output_min",
+      "output_max",  "trace",     "max_running",  "tree",           "tree_budget",  "eagle_topk",
+      "eagle_depth", "mtp_len",   "accept_prob",  "accept_trace",   "pool_size",    "page_size",
+      "allocator",   "need_sort", "defrag",       "frag_threshold", "defrag_every", "graph_sizes",
+      "preset",      "tp",        "check_every",  "run_every",      "num_splits",   "fault",
+      "fault_step"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (std::find(std::begin(kKnown), std::end(kKnown), it.key()) == std::end(kKnown)) {
       throw InvalidInput(p + "." + it.key(), -1, "unknown field");
@@ -104,14 +104,14 @@ SimConfig parse_config(const ojson& j) {
   if (!trace.is_array()) throw InvalidInput(p + ".trace", -1, "must be an array");
   for (size_t k = 0; k < trace.size(); ++k) {
     const ojson& t = trace[k];
-    if (!t.is_array() || t.size() != 3 || !t[0].is_number_integer() ||
-        !t[1].is_number_integer() || !t[2].is_number_integer()) {
+    if (!t.is_array() || t.size() != 3 || !t[0].is_number_integer() || !t[1].is_number_integer() ||
+        !t[2].is_number_integer()) {
       throw InvalidInput(p + ".trace", static_cast<int64_t>(k),
                          "must be [arrival_step, prompt_len, output_len] integers");
     }
     c.trace.push_back({t[0].get<int64_t>(), t[1].get<int64_t>(), t[2].get<int64_t>()});
-    if (c.trace.back().prompt_len < 1 || c.trace.back().output_len < 1 ||
-        c.trace.back().step < 0 || (k > 0 && c.trace[k].step < c.trace[k - 1].step)) {
+    if (c.trace.back().prompt_len < 1 || c.trace.back().output_len < 1 || c.trace.back().step < 0 ||
+        (k > 0 && c.trace[k].step < c.trace[k - 1].step)) {
       throw InvalidInput(p + ".trace", static_cast<int64_t>(k),
                          "lengths >= 1, steps >= 0 and non-decreasing");
     }

@@ -17,11 +17,11 @@ namespace mlaverify::sim {
 inline constexpr std::string_view kSimScenarioFormat = "mlaverify-simulation-scenario";
 
 struct SimScenario {
-  SimConfig config;      // as run (fault and fault_step included)
-  int64_t step = 0;      // the failing step
-  std::string kind;      // SimFailure::kind
-  std::string detail;    // SimFailure::detail
-  std::string backend;   // the backend it ran on
+  SimConfig config;     // as run (fault and fault_step included)
+  int64_t step = 0;     // the failing step
+  std::string kind;     // SimFailure::kind
+  std::string detail;   // SimFailure::detail
+  std::string backend;  // the backend it ran on
   bool operator==(const SimScenario&) const = default;
 };
 

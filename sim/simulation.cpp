@@ -117,10 +117,12 @@ model::DraftTree eagle(SplitMix64& rng, int32_t topk, int32_t depth) {
         cand.emplace_back(logp + std::log(u) - k, node);
       }
     }
-    std::sort(cand.begin(), cand.end(), [](auto& a, auto& b) { return std::get<0>(a) > std::get<0>(b); });
+    std::sort(cand.begin(), cand.end(),
+              [](auto& a, auto& b) { return std::get<0>(a) > std::get<0>(b); });
     level.clear();
     for (int32_t k = 0; k < topk && k < static_cast<int32_t>(cand.size()); ++k) {
-      level.emplace_back(static_cast<int32_t>(parent.size()), std::get<0>(cand[static_cast<size_t>(k)]));
+      level.emplace_back(static_cast<int32_t>(parent.size()),
+                         std::get<0>(cand[static_cast<size_t>(k)]));
       parent.push_back(std::get<1>(cand[static_cast<size_t>(k)]));
     }
   }
@@ -191,7 +193,9 @@ Check compare_with_model(const VerifyParams& p, int32_t real_bs, const std::vect
           const double hard = tol.o_abs + round;
           const double prob = pb.at(q, h, k) + round;
           const double bound = std::min(hard, prob);
-          const double ratio = !std::isfinite(v) ? INFINITY : bound > 0 ? err / bound : (err > 0 ? INFINITY : 0);
+          const double ratio = !std::isfinite(v) ? INFINITY
+                               : bound > 0       ? err / bound
+                                                 : (err > 0 ? INFINITY : 0);
           if (!std::isfinite(v) || err > hard) {
             ++violations;
           } else if (err > prob) {
@@ -211,8 +215,8 @@ Check compare_with_model(const VerifyParams& p, int32_t real_bs, const std::vect
           if (!(err <= tol.lse_abs) && !(std::isinf(v) && std::isinf(r) && v < 0 && r < 0)) {
             ++violations;
             worst = "request " + std::to_string(i) + " query " + std::to_string(q) + " head " +
-                    std::to_string(h) + " lse: |lse - ref| " + std::to_string(err) +
-                    " vs bound " + std::to_string(tol.lse_abs);
+                    std::to_string(h) + " lse: |lse - ref| " + std::to_string(err) + " vs bound " +
+                    std::to_string(tol.lse_abs);
             c.worst_ratio = std::max(c.worst_ratio, tol.lse_abs > 0 ? err / tol.lse_abs : INFINITY);
           }
         }
@@ -231,27 +235,38 @@ Check compare_with_model(const VerifyParams& p, int32_t real_bs, const std::vect
 
 std::string to_string(TreeKind v) {
   switch (v) {
-    case TreeKind::DdTree: return "ddtree";
-    case TreeKind::Eagle: return "eagle";
-    case TreeKind::Mtp: return "mtp";
+    case TreeKind::DdTree:
+      return "ddtree";
+    case TreeKind::Eagle:
+      return "eagle";
+    case TreeKind::Mtp:
+      return "mtp";
   }
   return "?";
 }
 std::string to_string(DefragPolicy v) {
   switch (v) {
-    case DefragPolicy::Off: return "off";
-    case DefragPolicy::Tier0: return "tier0";
-    case DefragPolicy::Tier1Threshold: return "tier1-threshold";
-    case DefragPolicy::Tier1Every: return "tier1-every";
+    case DefragPolicy::Off:
+      return "off";
+    case DefragPolicy::Tier0:
+      return "tier0";
+    case DefragPolicy::Tier1Threshold:
+      return "tier1-threshold";
+    case DefragPolicy::Tier1Every:
+      return "tier1-every";
   }
   return "?";
 }
 std::string to_string(PlantedFault v) {
   switch (v) {
-    case PlantedFault::None: return "none";
-    case PlantedFault::StaleSlotAfterAccept: return "stale-slot-after-accept";
-    case PlantedFault::DoubleFree: return "double-free";
-    case PlantedFault::StrandedPartialTail: return "stranded-partial-tail";
+    case PlantedFault::None:
+      return "none";
+    case PlantedFault::StaleSlotAfterAccept:
+      return "stale-slot-after-accept";
+    case PlantedFault::DoubleFree:
+      return "double-free";
+    case PlantedFault::StrandedPartialTail:
+      return "stranded-partial-tail";
   }
   return "?";
 }
@@ -272,12 +287,14 @@ TreeKind parse_tree_kind(const std::string& s) {
   return parse_enum(s, "tree", {TreeKind::DdTree, TreeKind::Eagle, TreeKind::Mtp});
 }
 DefragPolicy parse_defrag_policy(const std::string& s) {
-  return parse_enum(s, "defrag", {DefragPolicy::Off, DefragPolicy::Tier0,
-                                  DefragPolicy::Tier1Threshold, DefragPolicy::Tier1Every});
+  return parse_enum(s, "defrag",
+                    {DefragPolicy::Off, DefragPolicy::Tier0, DefragPolicy::Tier1Threshold,
+                     DefragPolicy::Tier1Every});
 }
 PlantedFault parse_fault(const std::string& s) {
-  return parse_enum(s, "fault", {PlantedFault::None, PlantedFault::StaleSlotAfterAccept,
-                                 PlantedFault::DoubleFree, PlantedFault::StrandedPartialTail});
+  return parse_enum(s, "fault",
+                    {PlantedFault::None, PlantedFault::StaleSlotAfterAccept,
+                     PlantedFault::DoubleFree, PlantedFault::StrandedPartialTail});
 }
 
 // ---- trace files -------------------------------------------------------------------------------
@@ -325,9 +342,9 @@ std::vector<Arrival> parse_trace(const std::string& text, const std::string& fil
     }
     if (v[0] < 0) throw InvalidInput(file_name + ": arrival_step", line_no, "must be >= 0");
     if (!out.empty() && v[0] < out.back().step) {
-      throw InvalidInput(file_name + ": arrival_step", line_no,
-                         "steps must be non-decreasing (previous " +
-                             std::to_string(out.back().step) + ")");
+      throw InvalidInput(
+          file_name + ": arrival_step", line_no,
+          "steps must be non-decreasing (previous " + std::to_string(out.back().step) + ")");
     }
     if (v[1] < 1 || v[1] > (int64_t{1} << 20)) {
       throw InvalidInput(file_name + ": prompt_len", line_no, "must be in [1, 2^20]");
@@ -394,7 +411,7 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
   const float sm_scale = static_cast<float>(mla.sm_scale());
   const Capabilities caps = backend.capabilities();
 
-  int32_t max_tree = cfg.tree == TreeKind::DdTree ? cfg.tree_budget
+  int32_t max_tree = cfg.tree == TreeKind::DdTree  ? cfg.tree_budget
                      : cfg.tree == TreeKind::Eagle ? 1 + cfg.eagle_topk * cfg.eagle_depth
                                                    : cfg.mtp_len;
   int64_t max_prompt = cfg.prompt_max, max_output = cfg.output_max;
@@ -471,7 +488,8 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
         }
       } else {
         // Poisson(arrival_rate) by inversion.
-        double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53, p = std::exp(-cfg.arrival_rate);
+        double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53,
+               p = std::exp(-cfg.arrival_rate);
         double cum = p;
         int32_t n = 0;
         while (u > cum && n < 1000) {
@@ -480,10 +498,10 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
           cum += p;
         }
         for (int32_t k = 0; k < n; ++k) {
-          const int64_t pl = cfg.prompt_min +
-                             static_cast<int64_t>(rng.below(static_cast<uint64_t>(cfg.prompt_max - cfg.prompt_min + 1)));
-          const int64_t ol = cfg.output_min +
-                             static_cast<int64_t>(rng.below(static_cast<uint64_t>(cfg.output_max - cfg.output_min + 1)));
+          const int64_t pl = cfg.prompt_min + static_cast<int64_t>(rng.below(static_cast<uint64_t>(
+                                                  cfg.prompt_max - cfg.prompt_min + 1)));
+          const int64_t ol = cfg.output_min + static_cast<int64_t>(rng.below(static_cast<uint64_t>(
+                                                  cfg.output_max - cfg.output_min + 1)));
           waiting.push_back({pl, ol});
         }
       }
@@ -567,9 +585,9 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
         while (static_cast<int32_t>(all_trees.size()) < padded) {
           all_trees.push_back(model::DraftTree::chain(max_d));
         }
-        model::VerifyMetadata md = model::build_metadata(
-            st.req_to_token(), rr.req_pool_indices, rr.prefix_lens, all_trees,
-            DraftKvSource::CacheSlots);
+        model::VerifyMetadata md =
+            model::build_metadata(st.req_to_token(), rr.req_pool_indices, rr.prefix_lens, all_trees,
+                                  DraftKvSource::CacheSlots);
         model::EncodedMask mask =
             model::encode_mask(MaskFormat::FullMask, all_trees, rr.prefix_lens);
         const int64_t real_t = md.qo_indptr[static_cast<size_t>(bs)];
@@ -580,7 +598,8 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
         for (size_t k = 0; k < q_buf.size(); k += 8) {
           const uint64_t z = qg.next();
           for (size_t j = 0; j < 8; ++j) {
-            q_buf[k + j] = float_to_bf16(static_cast<float>(static_cast<int8_t>(z >> (8 * j))) / 256.f);
+            q_buf[k + j] =
+                float_to_bf16(static_cast<float>(static_cast<int8_t>(z >> (8 * j))) / 256.f);
           }
         }
         o_buf.assign(static_cast<size_t>(t_total) * heads * kLatentDim, bf16{0x7fc0});
@@ -619,7 +638,8 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
           const auto b0 = std::chrono::steady_clock::now();
           backend.run(p);
           m.backend_ms =
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count();
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0)
+                  .count();
           ran = true;
         }
         if (check_now && ran) {
@@ -696,7 +716,8 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
         }
       }
       // 7. Defragmentation.
-      bool compact_now = cfg.defrag == DefragPolicy::Tier1Every && (step + 1) % cfg.defrag_every == 0;
+      bool compact_now =
+          cfg.defrag == DefragPolicy::Tier1Every && (step + 1) % cfg.defrag_every == 0;
       if (cfg.defrag == DefragPolicy::Tier1Threshold) {
         compact_now = model::measure(st).runs_per_request > cfg.frag_threshold;
       }
@@ -731,13 +752,13 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
     m.free_list_runs = f.free_list_runs;
     m.partial_pages = f.partial_pages;
     for (int64_t id : st.live_requests()) m.used_slots += st.prefix_len(id) + st.draft_nodes(id);
-    const int64_t held = st.paged() ? st.paged_allocator()->committed()
-                                    : st.token_allocator()->allocated();
+    const int64_t held =
+        st.paged() ? st.paged_allocator()->committed() : st.token_allocator()->allocated();
     m.leaked_slots = held - m.used_slots;
-    if (m.leaked_slots != 0 &&
-        (res.failures.empty() || res.failures.back().step != step)) {
-      fail(step, "leak", std::to_string(m.leaked_slots) + " slot(s) held by the allocator that " +
-                             "no request names (negative: named slots it holds free)");
+    if (m.leaked_slots != 0 && (res.failures.empty() || res.failures.back().step != step)) {
+      fail(step, "leak",
+           std::to_string(m.leaked_slots) + " slot(s) held by the allocator that " +
+               "no request names (negative: named slots it holds free)");
     }
     res.max_leaked = std::max(res.max_leaked, std::abs(m.leaked_slots));
     res.steps.push_back(m);
@@ -756,11 +777,11 @@ std::string metrics_csv(const std::vector<StepMetrics>& steps) {
        "slots_moved,leaked_slots,used_slots,checked,backend_ms,worst_ratio\n";
   for (const StepMetrics& m : steps) {
     s << m.step << ',' << m.live_requests << ',' << m.batch_size << ',' << m.padded_bs << ','
-      << m.draft_tokens << ',' << m.accepted_tokens << ',' << m.admitted << ',' << m.finished
-      << ',' << m.retracted << ',' << m.waiting << ',' << m.runs_per_request << ','
-      << m.mean_run_length << ',' << m.free_list_runs << ',' << m.partial_pages << ','
-      << m.slots_moved << ',' << m.leaked_slots << ',' << m.used_slots << ','
-      << (m.checked ? 1 : 0) << ',' << m.backend_ms << ',' << m.worst_ratio << '\n';
+      << m.draft_tokens << ',' << m.accepted_tokens << ',' << m.admitted << ',' << m.finished << ','
+      << m.retracted << ',' << m.waiting << ',' << m.runs_per_request << ',' << m.mean_run_length
+      << ',' << m.free_list_runs << ',' << m.partial_pages << ',' << m.slots_moved << ','
+      << m.leaked_slots << ',' << m.used_slots << ',' << (m.checked ? 1 : 0) << ',' << m.backend_ms
+      << ',' << m.worst_ratio << '\n';
   }
   return s.str();
 }

@@ -95,9 +95,9 @@ struct SimConfig {
 struct StepMetrics {
   int64_t step = 0;
   int32_t live_requests = 0;
-  int32_t batch_size = 0;   // requests verified this step
-  int32_t padded_bs = 0;    // after CUDA-graph padding (== batch_size when eager)
-  int64_t draft_tokens = 0; // T
+  int32_t batch_size = 0;    // requests verified this step
+  int32_t padded_bs = 0;     // after CUDA-graph padding (== batch_size when eager)
+  int64_t draft_tokens = 0;  // T
   int64_t accepted_tokens = 0;
   int32_t admitted = 0, finished = 0, retracted = 0, waiting = 0;
   double runs_per_request = 0;
@@ -105,17 +105,18 @@ struct StepMetrics {
   int64_t free_list_runs = 0;
   int64_t partial_pages = 0;
   int64_t slots_moved = 0;  // by defragmentation this step
-  int64_t leaked_slots = 0; // allocator-held slots no request names, minus named slots it holds free
-  int64_t used_slots = 0;   // tokens held by live requests
-  bool checked = false;     // attention compared this step
-  double backend_ms = -1;   // wall time of Backend::run (-1: not run)
-  double worst_ratio = 0;   // max |o - ref| / bound of the step's comparison (checked steps)
+  int64_t leaked_slots =
+      0;                   // allocator-held slots no request names, minus named slots it holds free
+  int64_t used_slots = 0;  // tokens held by live requests
+  bool checked = false;    // attention compared this step
+  double backend_ms = -1;  // wall time of Backend::run (-1: not run)
+  double worst_ratio = 0;  // max |o - ref| / bound of the step's comparison (checked steps)
 };
 
 // A failed check: what, where, and the step to replay.
 struct SimFailure {
   int64_t step = 0;
-  std::string kind;    // "invariant", "allocator", "content", "attention", "leak"
+  std::string kind;  // "invariant", "allocator", "content", "attention", "leak"
   std::string detail;
 };
 
@@ -144,7 +145,7 @@ void validate(const SimConfig& cfg);
 std::string to_string(TreeKind v);
 std::string to_string(DefragPolicy v);
 std::string to_string(PlantedFault v);
-TreeKind parse_tree_kind(const std::string& s);         // InvalidInput("tree", -1)
+TreeKind parse_tree_kind(const std::string& s);          // InvalidInput("tree", -1)
 DefragPolicy parse_defrag_policy(const std::string& s);  // InvalidInput("defrag", -1)
 PlantedFault parse_fault(const std::string& s);          // InvalidInput("fault", -1)
 

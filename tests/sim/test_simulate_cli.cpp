@@ -84,10 +84,11 @@ TEST(SimulateCli, AMutantKernelIsCaughtAndReplaysOnTheMutant) {
 
 TEST(SimulateCli, CleanRunWritesCsvPlotsAndPasses) {
   const fs::path dir = fresh_dir("clean");
-  const int rc = run("simulate --steps 120 --check-every 30 --pool-size 4096 --page-size 16 "
-                     "--defrag tier1-every --defrag-every 20 --graph-sizes 1,2,4,8,16 --csv " +
-                         (dir / "m.csv").string() + " --plot " + (dir / "p").string(),
-                     dir);
+  const int rc =
+      run("simulate --steps 120 --check-every 30 --pool-size 4096 --page-size 16 "
+          "--defrag tier1-every --defrag-every 20 --graph-sizes 1,2,4,8,16 --csv " +
+              (dir / "m.csv").string() + " --plot " + (dir / "p").string(),
+          dir);
   EXPECT_EQ(rc, kExitPass) << slurp(dir / "stdout") << slurp(dir / "stderr");
   EXPECT_NE(slurp(dir / "stdout").find("steps/s"), std::string::npos);
   EXPECT_GT(fs::file_size(dir / "p.png"), 1000u);

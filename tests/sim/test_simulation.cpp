@@ -66,7 +66,8 @@ TEST(Simulation, CleanRunsStayCleanUnderEveryPolicy) {
       SCOPED_TRACE("page " + std::to_string(ps) + " " + to_string(policy));
       SimConfig c = small(ps, policy);
       const SimResult r = simulate(c, cpu);
-      ASSERT_TRUE(r.failures.empty()) << r.failures.front().kind << ": " << r.failures.front().detail;
+      ASSERT_TRUE(r.failures.empty())
+          << r.failures.front().kind << ": " << r.failures.front().detail;
       EXPECT_EQ(r.steps_run, c.steps);
       EXPECT_EQ(r.max_leaked, 0);
       EXPECT_GE(r.checked_steps, 4);
@@ -77,7 +78,8 @@ TEST(Simulation, CleanRunsStayCleanUnderEveryPolicy) {
         retracted += m.retracted;
         padded += m.padded_bs > m.batch_size;
       }
-      const bool tier1 = policy == DefragPolicy::Tier1Threshold || policy == DefragPolicy::Tier1Every;
+      const bool tier1 =
+          policy == DefragPolicy::Tier1Threshold || policy == DefragPolicy::Tier1Every;
       EXPECT_EQ(moved > 0, tier1);
       if (ps == 1 && policy == DefragPolicy::Off) {
         EXPECT_GT(retracted, 0) << "pool never tight";
@@ -146,7 +148,7 @@ struct FaultCase {
 TEST(Simulation, PlantedFaultsAreFoundAndReplay) {
   cpu::CpuBackend cpu;
   const FaultCase cases[] = {
-      {PlantedFault::StaleSlotAfterAccept, 1, "content"},  // a freed slot named: its bytes differ
+      {PlantedFault::StaleSlotAfterAccept, 1, "content"},   // a freed slot named: its bytes differ
       {PlantedFault::StaleSlotAfterAccept, 16, "content"},  // rows not moved
       {PlantedFault::DoubleFree, 1, "invariant"},
       {PlantedFault::DoubleFree, 16, "invariant"},
@@ -167,7 +169,8 @@ TEST(Simulation, PlantedFaultsAreFoundAndReplay) {
     EXPECT_LT(r.steps_run, c.steps) << "the run stops at the first failure";
     // Written, read back, replayed alone: the fault reproduces at its step; without it the same
     // run is clean (the scenario tells a fixed allocator from a broken one).
-    SimScenario s{c, r.failures.front().step, r.failures.front().kind, r.failures.front().detail, "cpu"};
+    SimScenario s{c, r.failures.front().step, r.failures.front().kind, r.failures.front().detail,
+                  "cpu"};
     const SimScenario back = parse_sim_scenario(to_json(s));
     EXPECT_EQ(back, s);
     EXPECT_TRUE(is_sim_scenario(to_json(s)));
@@ -208,7 +211,8 @@ TEST(Simulation, AWrongKernelIsCaughtOnACheckedStepAndReplays) {
 }
 
 TEST(Simulation, TraceFilesAreReadStrictly) {
-  const auto t = parse_trace("# a trace\narrival_step,prompt_len,output_len\n0,10,5\n0, 20 ,6\n3,7,1\n", "t.csv");
+  const auto t = parse_trace(
+      "# a trace\narrival_step,prompt_len,output_len\n0,10,5\n0, 20 ,6\n3,7,1\n", "t.csv");
   ASSERT_EQ(t.size(), 3u);
   EXPECT_EQ(t[1], (Arrival{0, 20, 6}));
   auto field_of = [](const std::string& text) -> std::pair<std::string, int64_t> {
@@ -219,9 +223,12 @@ TEST(Simulation, TraceFilesAreReadStrictly) {
     }
     return {"", -2};
   };
-  EXPECT_EQ(field_of("0,10,5\n1,x,5\n"), std::make_pair(std::string("t.csv: prompt_len"), int64_t{2}));
-  EXPECT_EQ(field_of("0,10,5\n1,10,0\n"), std::make_pair(std::string("t.csv: output_len"), int64_t{2}));
-  EXPECT_EQ(field_of("5,10,5\n1,10,3\n"), std::make_pair(std::string("t.csv: arrival_step"), int64_t{2}));
+  EXPECT_EQ(field_of("0,10,5\n1,x,5\n"),
+            std::make_pair(std::string("t.csv: prompt_len"), int64_t{2}));
+  EXPECT_EQ(field_of("0,10,5\n1,10,0\n"),
+            std::make_pair(std::string("t.csv: output_len"), int64_t{2}));
+  EXPECT_EQ(field_of("5,10,5\n1,10,3\n"),
+            std::make_pair(std::string("t.csv: arrival_step"), int64_t{2}));
   EXPECT_EQ(field_of("0,10\n"), std::make_pair(std::string("t.csv: line"), int64_t{1}));
   EXPECT_EQ(field_of("# nothing\n"), std::make_pair(std::string("t.csv: line"), int64_t{-1}));
   // A trace drives the arrivals: exactly its requests are served.
