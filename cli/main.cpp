@@ -16,6 +16,7 @@
 #include "cli/json_io.h"
 #include "cli/progress.h"
 #include "cli/show.h"
+#include "cli/simulate.h"
 #include "mlaverify/error.h"
 
 namespace {
@@ -85,7 +86,7 @@ int main(int argc, char** argv) {
     c.app->footer(kExitCodes);
     return c;
   };
-  commands.reserve(12);
+  commands.reserve(16);
 
   cli::SelfcheckOptions self;
   {
@@ -266,6 +267,78 @@ int main(int argc, char** argv) {
     c.run = [&](std::ostream& human, bool json) {
       cv.json = json;
       return cli::convert(cv, json ? std::cout : human);
+    };
+  }
+
+  cli::SimulateOptions sim_opts;  // simulate (cli/simulate.h): a rank's KV pool over many steps
+  std::string tree = "ddtree", defrag = "off", allocator = "auto", fault = "none";
+  {
+    sim::SimConfig& sc = sim_opts.config;
+    Command& c = add("simulate",
+                     "Simulate one rank serving speculative decoding: requests arrive, each step's "
+                     "verify batch runs through a backend; allocator invariants checked every "
+                     "step, attention against the model every --check-every steps");
+    c.app->add_option("--backend", sim_opts.backend, "model, cpu, cuda, plugin:..., mutant:<name>");
+    c.app->add_option("--steps", sc.steps, "Steps to simulate")->check(CLI::Range(1, 100000000));
+    c.app->add_option("--seed", sc.seed, "Seed: the whole run is a function of it");
+    c.app->add_option("--check-every", sc.check_every,
+                      "Run the backend and compare with the model every N steps (0: never)");
+    c.app->add_option("--run-every", sc.run_every,
+                      "Also run (and time) the backend every N steps without comparing (0: only "
+                      "on checked steps)");
+    c.app->add_option("--trace", sim_opts.trace_file,
+                      "Requests: arrival_step,prompt_len,output_len per line (docs/spec.md §13)");
+    c.app->add_option("--arrival-rate", sc.arrival_rate, "Mean arrivals per step (Poisson)");
+    c.app->add_option("--prompt-min", sc.prompt_min, "Prompt length, uniform from");
+    c.app->add_option("--prompt-max", sc.prompt_max, "Prompt length, uniform to");
+    c.app->add_option("--output-min", sc.output_min, "Output length, uniform from");
+    c.app->add_option("--output-max", sc.output_max, "Output length, uniform to");
+    c.app->add_option("--max-running", sc.max_running, "Requests verified per step at most");
+    c.app->add_option("--tree", tree, "ddtree (best-first budget), eagle (top-k), mtp (chain)");
+    c.app->add_option("--tree-budget", sc.tree_budget, "DDTree nodes");
+    c.app->add_option("--eagle-topk", sc.eagle_topk, "EAGLE nodes kept per depth");
+    c.app->add_option("--eagle-depth", sc.eagle_depth, "EAGLE depth");
+    c.app->add_option("--mtp-len", sc.mtp_len, "MTP chain length");
+    c.app->add_option("--accept-prob", sc.accept_prob,
+                      "Per-depth acceptance probabilities (the last repeats)")->delimiter(',');
+    c.app->add_option("--accept-trace", sim_opts.accept_trace_file,
+                      "Recorded accepted path lengths, one per verification, cycled");
+    c.app->add_option("--pool-size", sc.pool_size, "Allocatable KV slots");
+    c.app->add_option("--page-size", sc.page_size, "Tokens per page (1, 16, 64, ...)");
+    c.app->add_option("--allocator", allocator, "token, paged, or auto (token for page size 1)");
+    c.app->add_flag("--need-sort", sc.need_sort, "Freed slots wait and are merged sorted");
+    c.app->add_option("--defrag", defrag, "off, tier0, tier1-threshold, tier1-every");
+    c.app->add_option("--frag-threshold", sc.frag_threshold,
+                      "tier1-threshold: compact when runs per request exceed this");
+    c.app->add_option("--defrag-every", sc.defrag_every, "tier1-every: compact every N steps");
+    c.app->add_option("--graph-sizes", sc.graph_sizes, "CUDA-graph capture sizes (pad up)")
+        ->delimiter(',');
+    c.app->add_option("--num-splits", sc.num_splits, "Prefix chunks asked of the backend (split-KV)");
+    c.app->add_option("--preset", sc.preset, "deepseek-v3, kimi-k2, kimi-k2-0905");
+    c.app->add_option("--tp", sc.tp, "Tensor parallelism (heads on the rank = heads / tp)");
+    c.app->add_option("--fault", fault,
+                      "Plant a fault: stale-slot-after-accept, double-free, stranded-partial-tail");
+    c.app->add_option("--fault-step", sc.fault_step, "First step the fault may act at");
+    c.app->add_option("--csv", sim_opts.csv, "Per-step metrics as CSV");
+    c.app->add_option("--plot", sim_opts.plot, "Plots: writes <stem>.svg and <stem>.png");
+    c.app->add_option("--scenario-dir", sim_opts.scenario_dir, "Where failing steps are written");
+    c.run = [&](std::ostream& human, bool json) {
+      sim::SimConfig& sc = sim_opts.config;
+      sc.tree = sim::parse_tree_kind(tree);
+      sc.defrag = sim::parse_defrag_policy(defrag);
+      sc.fault = sim::parse_fault(fault);
+      if (allocator == "auto") {
+        sc.allocator = sc.page_size > 1 ? model::AllocatorKind::Paged : model::AllocatorKind::Token;
+      } else if (allocator == "token" || allocator == "paged") {
+        sc.allocator = allocator == "paged" ? model::AllocatorKind::Paged : model::AllocatorKind::Token;
+      } else {
+        throw InvalidInput("allocator", -1, "token, paged or auto, got '" + allocator + "'");
+      }
+      sim_opts.progress = &std::cerr;
+      sim_opts.progress_bar = cli::stderr_is_terminal();
+      const cli::SimulateResult r = cli::run_simulate(sim_opts, human);
+      if (json) cli::write_simulate_json(r, std::cout);
+      return r.exit_code;
     };
   }
 

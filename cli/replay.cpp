@@ -1,6 +1,7 @@
 // `mlaverify replay` of scenario files: each against the chosen backend, and against the mutant
 // that found it, if any. A file that does not load is reported and the others still run.
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "props/campaign.h"
 #include "props/case.h"
 #include "scenarios/scenario.h"
+#include "sim/sim_scenario.h"
 
 namespace mlaverify::cli {
 namespace {
@@ -27,6 +29,39 @@ std::string cost_text(const props::CaseCost& c) {
   return s.str();
 }
 
+bool is_sim_scenario_file(const std::filesystem::path& file) {
+  std::ifstream f(file, std::ios::binary);
+  std::ostringstream text;
+  text << f.rdbuf();
+  return f && sim::is_sim_scenario(text.str());
+}
+
+// A simulation scenario (sim/sim_scenario.h): the simulation re-run to its step without the
+// planted fault on the chosen backend (pass: the code is right), then, when one was planted and
+// recorded runs are checked, with it (it must fail again: "reproduced").
+ReplayEntry replay_sim_file(const std::filesystem::path& file, Backend& backend,
+                            const ReplayOptions& options) {
+  ReplayEntry e;
+  e.file = file.string();
+  const sim::SimScenario s = sim::load_sim_scenario(file);
+  e.property = "simulate:" + s.kind;
+  const sim::SimReplay clean = sim::replay(s, backend, false);
+  e.status = clean.reproduced ? "fail" : "pass";
+  if (clean.reproduced) {
+    const sim::SimFailure& f = clean.result.failures.front();
+    e.detail = "step " + std::to_string(f.step) + " [" + f.kind + "]: " + f.detail;
+  }
+  if (options.check_recorded && s.config.fault != sim::PlantedFault::None) {
+    e.recorded_backend = "fault:" + sim::to_string(s.config.fault) + " (" + s.backend + ")";
+    e.recorded = sim::replay(s, backend, true).reproduced ? "reproduced" : "not_reproduced";
+  } else if (options.check_recorded && s.backend.starts_with(kMutantPrefix)) {
+    e.recorded_backend = s.backend;
+    BackendPtr recorded = make_backend_or_mutant(s.backend);
+    e.recorded = sim::replay(s, *recorded, true).reproduced ? "reproduced" : "not_reproduced";
+  }
+  return e;
+}
+
 // One file: its entry, with InvalidInput (a file that does not load, an unknown property or
 // recorded mutant) turned into a bad-input entry naming the field and index.
 ReplayEntry replay_file(const std::filesystem::path& file, Backend& backend,
@@ -34,6 +69,7 @@ ReplayEntry replay_file(const std::filesystem::path& file, Backend& backend,
   ReplayEntry e;
   e.file = file.string();
   try {
+    if (is_sim_scenario_file(file)) return replay_sim_file(file, backend, options);
     const scenarios::Scenario s = scenarios::load_scenario(file);
     e.property = s.property;
     // Said, and budgeted, before anything is built: a legal scenario can ask for gigabytes.

@@ -45,6 +45,8 @@ class InvariantViolation : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+struct ServingStateTestAccess;  // sim/faults.cpp: planted faults, for the simulation's tests
+
 class ServingState {
  public:
   explicit ServingState(const ServingConfig& cfg);
@@ -118,6 +120,7 @@ class ServingState {
   void free_slots(std::span<const int64_t> slots);
 
   friend void compact(ServingState& state);  // defrag.h: relocates rows, rebuilds the allocator
+  friend struct ServingStateTestAccess;
 
   ServingConfig cfg_;
   ReqToToken req_to_token_;     // [max_reqs + 1, max_context_len]

@@ -1,0 +1,26 @@
+// Line charts for `mlaverify simulate`: panels of one series over steps each, stacked, drawn with
+// Cairo to SVG and PNG (the library `show` uses). Plain data in, files out.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace mlaverify::viz {
+
+struct LinePanel {
+  std::string y_label;
+  std::vector<double> x;  // [n] ascending (steps)
+  std::vector<double> y;  // [n]
+};
+
+struct LineChart {
+  std::string title;
+  std::vector<LinePanel> panels;  // drawn top to bottom, sharing the x range
+};
+
+// Writes <stem>.svg and <stem>.png (the folder must exist). std::runtime_error naming the file
+// when one cannot be written; std::invalid_argument when a panel's x and y differ in length.
+void render_lines(const LineChart& chart, const std::filesystem::path& stem);
+
+}  // namespace mlaverify::viz
