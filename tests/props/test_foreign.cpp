@@ -84,7 +84,10 @@ TEST(Foreign, SglangShapedAdapterGetsEveryPropertyOnEveryCase) {
                                      << s.skip_reason << ")";
   }
   // Every value of every field it takes was drawn (the rarer edges are the generator tests' job:
-  // Generators.CoverageHasNoMissingValue over 400 cases).
+  // Generators.CoverageHasNoMissingValue over 400 cases). The least likely field value, a page
+  // size of 16 among {1 x3, 16, 32, 64}, is drawn with probability 1/6, so 30 cases miss it with
+  // probability (5/6)^30 < 0.5%; fewer cases (the sanitizer run uses 3) do not claim coverage.
+  if (r.cases_run < 30) return;
   for (const std::string& m : r.coverage.missing()) {
     EXPECT_EQ(m.rfind("edge=", 0), 0u) << m << " never generated\n" << r.coverage.to_string();
   }
