@@ -17,7 +17,8 @@ namespace {
 constexpr int32_t kPageSizes[] = {1, 16, 32, 64};
 
 bool page_ok(const Capabilities& k, int32_t ps) {
-  return ((k.page_sizes >> std::countr_zero(static_cast<uint32_t>(ps))) & 1u) != 0;
+  const auto u = static_cast<uint32_t>(ps);
+  return std::has_single_bit(u) && ((k.page_sizes >> std::countr_zero(u)) & 1u) != 0;
 }
 
 const char* const kEdges[] = {

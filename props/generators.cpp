@@ -196,8 +196,11 @@ void fit_to_caps(Case& c, const Capabilities& k) {
   if (c.kv_indexing == KvIndexing::PageTable) {
     // The page size the allocator used must be one the page table takes: the smallest declared
     // one at least as large, else the largest declared.
-    auto ok = [&](int32_t ps) { return ps < 32 * 1024 && (k.page_sizes >> std::countr_zero(
-                                            static_cast<uint32_t>(ps))) & 1u; };
+    // A power of two whose bit log2(ps) the declaration sets (Capabilities::page_sizes).
+    auto ok = [&](int32_t ps) {
+      const auto u = static_cast<uint32_t>(ps);
+      return ps > 0 && std::has_single_bit(u) && ((k.page_sizes >> std::countr_zero(u)) & 1u);
+    };
     if (!ok(c.page_size)) {
       int32_t best = 0;
       for (int b = 0; b < 13; ++b) {
