@@ -249,11 +249,13 @@ PropertyResult check_draft_source(Backend& backend, const Case& c) {
       }
       std::vector<int64_t> perm(static_cast<size_t>(n));
       for (int64_t s = 0; s < n; ++s) perm[static_cast<size_t>(s)] = s;
+      // As many draft slots as there are free ones move (the pool keeps a few spare pages);
+      // the rest stay where they are.
       int64_t free_slot = n - 1;
-      for (int32_t i = 0; i < batch.real_batch_size(); ++i) {
+      for (int32_t i = 0; i < batch.real_batch_size() && free_slot > 0; ++i) {
         for (int64_t s : batch.draft_slots(i)) {
           while (free_slot > 0 && owned[static_cast<size_t>(free_slot)]) --free_slot;
-          if (free_slot <= 0) return;  // no free slot left: the rest stay where they are
+          if (free_slot <= 0) break;
           std::swap(perm[static_cast<size_t>(s)], perm[static_cast<size_t>(free_slot)]);
           owned[static_cast<size_t>(free_slot)] = true;
         }

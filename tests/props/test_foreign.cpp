@@ -209,5 +209,48 @@ TEST(Foreign, WritesPastTheOutputAreCaught) {
   EXPECT_TRUE(s.tail_rows > 0 || s.o_head_stride > kLatentDim) << scenarios::summary(s);
 }
 
+// The one-source form of draft_source is proven by the bug it exists for: a cache-slots kernel
+// that assumes each request's draft slots follow its last prefix slot (true of a fresh
+// contiguous allocation, false once slots move) passes vs_model on contiguous batches, and
+// draft_source catches it by moving the draft slots.
+TEST(Foreign, OneSourceDraftCheckCatchesContiguousDraftAssumption) {
+  Capabilities caps;
+  caps.draft_sources = bit(DraftKvSource::CacheSlots);
+  caps.kv_indexings = bit(KvIndexing::TokenI64);
+  class AssumesContiguousDraft final : public Adapter {
+   public:
+    explicit AssumesContiguousDraft(Capabilities k) : Adapter(k) {}
+    void compute(const VerifyParams& given) override {
+      VerifyParams p = given;
+      indices_.assign(p.kv_indices, p.kv_indices + p.kv_indices_len);
+      for (int32_t i = 0; i < p.batch_size; ++i) {
+        const RequestExtent e = request_extent(p, i);
+        if (e.prefix_len == 0) continue;
+        const int64_t last = indices_[static_cast<size_t>(e.kv_begin + e.prefix_len - 1)];
+        for (int32_t t = 0; t < e.draft_nodes; ++t) {
+          const int64_t guess = last + 1 + t;  // the bug
+          if (guess < p.pool_slots) {
+            indices_[static_cast<size_t>(e.kv_begin + e.prefix_len + t)] = guess;
+          }
+        }
+      }
+      p.kv_indices = indices_.data();
+      Adapter::compute(p);
+    }
+
+   private:
+    std::vector<int64_t> indices_;
+  } buggy(caps);
+  CampaignOptions o;
+  o.seed = seed_from_env(20261201);
+  o.cases = 30;
+  o.properties = {"draft_source"};
+  const FuzzReport r = run_campaign(buggy, o);
+  ASSERT_EQ(r.failures.size(), 1u) << r.to_string();
+  EXPECT_NE(r.failures[0].detail.find("moving the draft slots"), std::string::npos)
+      << r.failures[0].detail;
+  EXPECT_GT(r.failures[0].shrunk.spec.requests[0].prefix_len, 0);
+}
+
 }  // namespace
 }  // namespace mlaverify::props
