@@ -67,10 +67,13 @@ Support cuda_device_available() {
 
 struct CudaBackend::State {
   cudaStream_t stream = nullptr;
+  cudaEvent_t before = nullptr, after = nullptr;  // around the kernels of one run
   DeviceBuffer q, pool, qo, kv, idx, kext, mask, mask_indptr, o, lse, ws;
   std::vector<int32_t> kv_indptr;   // host: with_token_indices' translation of other indexings
   std::vector<int64_t> kv_indices;
   ~State() {
+    if (before != nullptr) cudaEventDestroy(before);
+    if (after != nullptr) cudaEventDestroy(after);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
 };
@@ -107,6 +110,10 @@ void CudaBackend::run(const VerifyParams& given) {
   State& st = *state_;
   if (st.stream == nullptr)
     CUDA_CHECK(cudaStreamCreateWithFlags(&st.stream, cudaStreamNonBlocking));
+  if (st.before == nullptr) {
+    CUDA_CHECK(cudaEventCreate(&st.before));
+    CUDA_CHECK(cudaEventCreate(&st.after));
+  }
 
   auto stage = [&](DeviceBuffer& buf, const void* host, size_t bytes) -> void* {
     void* d = buf.reserve(bytes);
@@ -141,12 +148,18 @@ void CudaBackend::run(const VerifyParams& given) {
   VerifyKernel kernel;
   kernel.initialize(d, ws, st.stream);
   last_run_folded_ = kernel.folded();
+  last_device_ms_ = -1;
+  CUDA_CHECK(cudaEventRecord(st.before, st.stream));
   kernel.run();
+  CUDA_CHECK(cudaEventRecord(st.after, st.stream));
   CUDA_CHECK(
       cudaMemcpyAsync(p.o_lat, d.o_lat, o_extent(p) * obytes, cudaMemcpyDeviceToHost, st.stream));
   CUDA_CHECK(cudaMemcpyAsync(p.lse, d.lse, p.max_total_q * p.num_heads * 4, cudaMemcpyDeviceToHost,
                              st.stream));
   CUDA_CHECK(cudaStreamSynchronize(st.stream));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, st.before, st.after));
+  last_device_ms_ = ms;
 }
 
 BackendPtr make_cuda_backend() { return std::make_shared<CudaBackend>(); }

@@ -35,11 +35,14 @@ class CudaBackend : public Backend {
   // The split plan of the last run (VerifyKernel::folded): the CPU backend's CpuOptions::folded
   // that runs the same sums, for CPU-vs-CUDA comparisons.
   bool last_run_folded() const { return last_run_folded_; }
+  // The last run's kernels (planning, partial, merge) between two CUDA events on its stream.
+  double last_device_ms() const override { return last_device_ms_; }
 
  private:
   struct State;
   std::unique_ptr<State> state_;
   bool last_run_folded_ = false;
+  double last_device_ms_ = -1;
 };
 
 // The backend as the property suite holds backends (cpu/ has make_cpu_backend likewise).

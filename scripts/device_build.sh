@@ -17,5 +17,11 @@ mkdir -p .device
 cp build-cuda/tests/cuda/cuda_tests build-cuda/bench/gpu/verify_bench \
   build-cuda/bench/gpu/racecheck_probe build-cuda/tests/props/props_tests build-cuda/cli/mlaverify \
   build-cuda/capi/libmlaverify_c.so .device/
+# The CLI's shared libraries beyond libc and libstdc++ (Cairo and what it pulls in: the device
+# image has no -dev packages and may lack them); scripts/device_simulate.sh puts them on its path.
+mkdir -p .device/lib
+ldd .device/mlaverify | awk '$3 ~ /^\// { print $3 }' |
+  grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so' |
+  xargs -r cp -L -t .device/lib
 echo "staged in .device/ from $(git rev-parse --short HEAD)$(git diff --quiet || echo '+dirty'):"
 ls -la .device

@@ -640,6 +640,7 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
           m.backend_ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0)
                   .count();
+          m.kernel_ms = backend.last_device_ms();
           ran = true;
         }
         if (check_now && ran) {
@@ -774,14 +775,14 @@ std::string metrics_csv(const std::vector<StepMetrics>& steps) {
   std::ostringstream s;
   s << "step,live_requests,batch_size,padded_bs,draft_tokens,accepted_tokens,admitted,finished,"
        "retracted,waiting,runs_per_request,mean_run_length,free_list_runs,partial_pages,"
-       "slots_moved,leaked_slots,used_slots,checked,backend_ms,worst_ratio\n";
+       "slots_moved,leaked_slots,used_slots,checked,backend_ms,worst_ratio,kernel_ms\n";
   for (const StepMetrics& m : steps) {
     s << m.step << ',' << m.live_requests << ',' << m.batch_size << ',' << m.padded_bs << ','
       << m.draft_tokens << ',' << m.accepted_tokens << ',' << m.admitted << ',' << m.finished << ','
       << m.retracted << ',' << m.waiting << ',' << m.runs_per_request << ',' << m.mean_run_length
       << ',' << m.free_list_runs << ',' << m.partial_pages << ',' << m.slots_moved << ','
       << m.leaked_slots << ',' << m.used_slots << ',' << (m.checked ? 1 : 0) << ',' << m.backend_ms
-      << ',' << m.worst_ratio << '\n';
+      << ',' << m.worst_ratio << ',' << m.kernel_ms << '\n';
   }
   return s.str();
 }

@@ -110,6 +110,7 @@ struct StepMetrics {
   int64_t used_slots = 0;  // tokens held by live requests
   bool checked = false;    // attention compared this step
   double backend_ms = -1;  // wall time of Backend::run (-1: not run)
+  double kernel_ms = -1;   // Backend::last_device_ms after it (-1: not run or not measured)
   double worst_ratio = 0;  // max |o - ref| / bound of the step's comparison (checked steps)
 };
 

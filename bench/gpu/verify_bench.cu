@@ -224,6 +224,10 @@ std::string g_variant = "?";
 // MLAV_BENCH_PLAN=uniform) and what the device planned for the last workload timed.
 int g_plan_blocks = 0;
 std::string g_plan_note;
+// --fragmentation: the prefix slots' run length (1: fully scattered, the default everywhere
+// else) and the mean runs per request of the last workload timed.
+int64_t g_run_len = 1;
+double g_runs_per_request = 0;
 
 // Times one workload at one split count: R rotations over distinct KV (> L2 in total), all
 // captured in one CUDA graph; median of graph replays divided by R.
@@ -234,7 +238,13 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   const double batch_kv_bytes = std::max(1.0, double(sumP) * kRowDim * 2);
   const int R = std::min(64, std::max(2, static_cast<int>(std::ceil(4 * 60e6 / batch_kv_bytes))));
   const int64_t T = int64_t{bs} * D;
-  const int64_t slots = int64_t{R} * sumP + 1;  // slot 0: the sink, never named here
+  // Each request's prefix is ceil(P_i / L) runs of L consecutive slots (L = g_run_len; 1: every
+  // slot on its own, fully scattered), the runs at random places in the pool: blocks of L slots
+  // shuffled, each rotation its own blocks. L = 1 is a random permutation of single slots.
+  const int64_t L = std::max<int64_t>(1, g_run_len);
+  int64_t blocks_per_rotation = 0;
+  for (int i = 0; i < bs; ++i) blocks_per_rotation += (prefix_of(w, i) + L - 1) / L;
+  const int64_t slots = int64_t{R} * blocks_per_rotation * L + 1;  // slot 0: the sink
 
   __nv_bfloat16 *pool, *q, *kext, *o;
   float *lse, *ws;
@@ -248,11 +258,11 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   fill_bf16<<<1024, 256>>>(kext, R * T * kRowDim, 3);
   CUDA_CHECK(cudaGetLastError());
 
-  // Prefix slots scattered by a random permutation (docs/spec.md §8); each rotation its own slots.
+  // Prefix slots (docs/spec.md §8: scattered by a random permutation when L = 1).
   std::mt19937_64 rng(7);
-  std::vector<int64_t> perm(slots - 1);
-  std::iota(perm.begin(), perm.end(), 1);
-  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<int64_t> block_order(static_cast<size_t>(R * blocks_per_rotation));
+  std::iota(block_order.begin(), block_order.end(), 0);
+  std::shuffle(block_order.begin(), block_order.end(), rng);
   std::vector<int32_t> qo(bs + 1), kv(bs + 1);
   std::vector<int64_t> mask_indptr(bs + 1);
   kv[0] = 0, mask_indptr[0] = 0;
@@ -279,10 +289,22 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   int64_t* d_mi = upload(mask_indptr);
   uint8_t* d_mask = upload(mask);
   std::vector<int64_t*> d_idx(R);
+  int64_t next_block = 0, runs = 0;
   for (int r = 0; r < R; ++r) {
-    std::vector<int64_t> idx(perm.begin() + int64_t{r} * sumP, perm.begin() + int64_t{r + 1} * sumP);
+    std::vector<int64_t> idx;
+    idx.reserve(static_cast<size_t>(sumP));
+    for (int i = 0; i < bs; ++i) {
+      const int64_t P = prefix_of(w, i);
+      for (int64_t k = 0; k < P; ++k) {
+        if (k % L == 0) ++next_block;
+        const int64_t slot = 1 + block_order[static_cast<size_t>(next_block - 1)] * L + k % L;
+        if (k == 0 || slot != idx.back() + 1) ++runs;  // runs as model::measure counts them
+        idx.push_back(slot);
+      }
+    }
     d_idx[r] = upload(idx);
   }
+  g_runs_per_request = double(runs) / (double(R) * bs);
 
   VerifyParams p;
   p.batch_size = bs;
@@ -380,10 +402,13 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   sms = prop.multiProcessorCount;
   // --sweep: also time splits 1..64 per workload; --only NAME: one workload (for ncu).
-  bool sweep = false;
+  // --fragmentation: kernel time against the prefix slots' runs per request (issue 14), for
+  // k2-tp8-tree16 and v3-tp8-chain4 (or --only NAME).
+  bool sweep = false, fragmentation = false;
   std::string only;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--sweep") sweep = true;
+    if (std::string(argv[i]) == "--fragmentation") fragmentation = true;
     if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];
   }
   const char* kernel_env = std::getenv("MLAV_CUDA_KERNEL");
@@ -423,6 +448,33 @@ int main(int argc, char** argv) {
   for (const Workload& w : kWorkloads) all.push_back(&w);
   for (const Workload& w : kMixed) all.push_back(&w);
 
+  if (fragmentation) {
+    // Runs per request from 1 (each request one ascending run) to P (every slot on its own), at
+    // the split the plan picks; each point the median of graph replays over R rotations.
+    std::printf("\n%-17s %6s %10s %12s %9s %9s %10s  %s\n", "workload", "splits", "run len",
+                "runs/request", "us", "vs 1 run", "KV GB/s", "kernel");
+    for (const Workload* wp : all) {
+      const Workload& w = *wp;
+      if (only.empty() ? std::string(w.name) != "k2-tp8-tree16" &&
+                             std::string(w.name) != "v3-tp8-chain4"
+                       : only != w.name)
+        continue;
+      const int splits = splits_for(w);
+      double base = 0;
+      for (int64_t runs : {int64_t{1}, int64_t{4}, int64_t{16}, int64_t{64}, int64_t{256},
+                           int64_t{1024}, w.prefix / 2, w.prefix}) {
+        g_run_len = (w.prefix + runs - 1) / runs;
+        double kvb, fl, iob;
+        const double us = time_workload(w, splits, sms, &kvb, &fl, &iob);
+        if (base == 0) base = us;
+        std::printf("%-17s %6d %10lld %12.1f %9.1f %8.3fx %10.0f  %s\n", w.name, splits,
+                    static_cast<long long>(g_run_len), g_runs_per_request, us, us / base,
+                    kvb / (us * 1e-6) / 1e9, (g_variant + g_plan_note).c_str());
+      }
+    }
+    g_run_len = 1;
+    return 0;
+  }
   if (!only.empty()) {
     for (const Workload* wp : all)
       if (const Workload& w = *wp; only == w.name) {

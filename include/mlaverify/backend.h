@@ -111,6 +111,9 @@ class Backend {
   // Runs one verify launch under the rules above. Throws InvalidInput for malformed metadata and
   // Unsupported when can_implement says no.
   virtual void run(const VerifyParams& p) = 0;
+  // Device time of the last run's launches as the backend measured it (CUDA events around the
+  // kernels, no host staging or copies), in ms; -1 when the backend does not measure one.
+  virtual double last_device_ms() const { return -1; }
 };
 
 using BackendPtr = std::shared_ptr<Backend>;
