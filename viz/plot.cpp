@@ -20,12 +20,13 @@ constexpr int kPanelHeight = 150;
 constexpr int kTop = 54;
 constexpr double kLeft = 90, kRight = 20, kGap = 36;
 
-std::string label(double v) {
-  char buf[32];
-  if (std::fabs(v) >= 1e5 || (v != 0 && std::fabs(v) < 1e-2)) {
-    std::snprintf(buf, sizeof buf, "%.2g", v);
+// One tick label: `decimals` places, or %g past a million (where the step is >= 10^5).
+std::string label(double v, int decimals) {
+  char buf[40];
+  if (std::fabs(v) >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%g", v);
   } else {
-    std::snprintf(buf, sizeof buf, "%.4g", v);
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v == 0 ? 0.0 : v);  // no "-0"
   }
   return buf;
 }
@@ -59,13 +60,13 @@ void draw(cairo_t* cr, const LineChart& chart, int height) {
     for (double y : p.y) {
       if (std::isfinite(y)) ymax = std::max(ymax, y), ymin = std::min(ymin, y);
     }
-    if (ymax <= ymin) ymax = ymin + 1;
-    ymax *= 1.05;
-    // Frame and grid.
+    // The y axis widened to round ticks (at most 5 intervals); grid lines at the ticks.
+    const Ticks yt = nice_ticks(ymin, ymax, 5);
+    ymin = yt.first, ymax = yt.last;
     cairo_set_line_width(cr, 1);
     cairo_set_source_rgb(cr, 0.85, 0.85, 0.85);
-    for (int g = 0; g <= 4; ++g) {
-      const double y = top + ph - ph * g / 4.0;
+    for (size_t g = 0; g < yt.labels.size(); ++g) {
+      const double y = top + ph - ph * static_cast<double>(g) * yt.step / (ymax - ymin);
       cairo_move_to(cr, kLeft, y);
       cairo_line_to(cr, kLeft + pw, y);
     }
@@ -74,19 +75,23 @@ void draw(cairo_t* cr, const LineChart& chart, int height) {
     cairo_rectangle(cr, kLeft, top, pw, ph);
     cairo_stroke(cr);
     cairo_set_font_size(cr, 10);
-    for (int g = 0; g <= 4; ++g) {
-      const double v = ymin + (ymax - ymin) * g / 4.0;
-      const std::string s = label(v);
+    for (size_t g = 0; g < yt.labels.size(); ++g) {
+      const std::string& s = yt.labels[g];
       cairo_text_extents_t e;
       cairo_text_extents(cr, s.c_str(), &e);
-      cairo_move_to(cr, kLeft - 6 - e.width, top + ph - ph * g / 4.0 + 3);
+      cairo_move_to(cr, kLeft - 6 - e.width,
+                    top + ph - ph * static_cast<double>(g) * yt.step / (ymax - ymin) + 3);
       cairo_show_text(cr, s.c_str());
     }
-    for (int g = 0; g <= 5; ++g) {
-      const double v = xmin + (xmax - xmin) * g / 5.0;
-      const std::string s = label(std::round(v));
-      cairo_move_to(cr, kLeft + pw * g / 5.0 - 8, top + ph + 12);
-      cairo_show_text(cr, s.c_str());
+    // x ticks: the round steps inside the data's range (the x range is not widened).
+    const Ticks xt = nice_ticks(xmin, xmax, 6);
+    for (size_t g = 0; g < xt.labels.size(); ++g) {
+      const double v = xt.first + static_cast<double>(g) * xt.step;
+      if (v < xmin - 1e-9 * (xmax - xmin) || v > xmax + 1e-9 * (xmax - xmin)) continue;
+      cairo_text_extents_t e;
+      cairo_text_extents(cr, xt.labels[g].c_str(), &e);
+      cairo_move_to(cr, kLeft + pw * (v - xmin) / (xmax - xmin) - e.width / 2, top + ph + 12);
+      cairo_show_text(cr, xt.labels[g].c_str());
     }
     cairo_set_font_size(cr, 12);
     // The label sits above its panel: a full series must not hide it.
@@ -128,6 +133,32 @@ void draw(cairo_t* cr, const LineChart& chart, int height) {
 }
 
 }  // namespace
+
+Ticks nice_ticks(double lo, double hi, int max_ticks) {
+  Ticks t;
+  if (!std::isfinite(lo) || !std::isfinite(hi) || max_ticks < 1) return nice_ticks(0, 1, 4);
+  if (hi < lo) std::swap(lo, hi);
+  if (hi == lo) hi = lo + (lo == 0 ? 1 : std::fabs(lo) * 0.1);
+  // The smallest 1/2/5 x 10^k step whose widened range has at most max_ticks intervals.
+  const double raw = (hi - lo) / max_ticks;
+  double unit = std::pow(10.0, std::floor(std::log10(raw)));
+  for (int guard = 0; guard < 8; ++guard) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double step = m * unit;
+      const double first = std::floor(lo / step + 1e-9) * step;
+      const double last = std::ceil(hi / step - 1e-9) * step;
+      if ((last - first) / step <= max_ticks + 1e-9) {
+        t.first = first, t.last = last, t.step = step;
+        const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
+        const int n = static_cast<int>(std::lround((last - first) / step));
+        for (int i = 0; i <= n; ++i) t.labels.push_back(label(first + i * step, decimals));
+        return t;
+      }
+    }
+    unit *= 10;
+  }
+  return t;  // not reached: 10 x unit >= raw always fits
+}
 
 void render_lines(const LineChart& chart, const std::filesystem::path& stem) {
   for (size_t k = 0; k < chart.panels.size(); ++k) {
