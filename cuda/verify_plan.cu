@@ -6,7 +6,38 @@
 #include "cuda/cuda_check.h"
 #include "cuda/verify_kernel.cuh"
 
+#ifdef MLAV_PLAN_TRACE
+#include <cstdio>
+#endif
+
 namespace mlaverify::cuda::detail {
+
+#ifdef MLAV_PLAN_TRACE
+// Timing-only builds (never the kernel): thread 0 of the planning kernel stamps %globaltimer at
+// each phase; launch_plan prints the previous launch's stamps (ns after the first) every 64th
+// call. UNIT=verify_plan scripts/variant_bench.sh plantrace cuda/verify_plan.cu -DMLAV_PLAN_TRACE
+// The stamps go to mapped host memory (allocated before main, so before any graph capture):
+// the host reads them with no CUDA call, which a capturing thread may not make.
+enum PlanTracePoint { kPtStart, kPtLoaded, kPtReduced, kPtChunk, kPtCounted, kPtEnd, kPtPoints };
+__device__ unsigned long long* g_plan_trace;
+static unsigned long long* h_plan_trace = [] {
+  unsigned long long *h = nullptr, *d = nullptr;
+  CUDA_CHECK(cudaHostAlloc(&h, kPtPoints * sizeof *h, cudaHostAllocMapped));
+  CUDA_CHECK(cudaHostGetDevicePointer(&d, h, 0));
+  CUDA_CHECK(cudaMemcpyToSymbol(g_plan_trace, &d, sizeof d));
+  return h;
+}();
+__device__ __forceinline__ void plan_stamp(int at) {
+  if (threadIdx.x == 0) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    reinterpret_cast<volatile unsigned long long*>(g_plan_trace)[at] = t;
+  }
+}
+#define MLAV_PT(at) plan_stamp(at)
+#else
+#define MLAV_PT(at)
+#endif
 
 namespace {
 // Four warps: the plan is a dozen block-wide sums over at most a few thousand requests, each
@@ -24,6 +55,7 @@ constexpr int kBuckets = 9;
 
 __global__ void __launch_bounds__(kPlanThreads, 1) verify_plan(const PartialArgs args) {
   // The partial kernel may launch now; it waits (griddepcontrol.wait) for this grid's writes.
+  MLAV_PT(kPtStart);
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const VerifyParams& p = args.p;
   const int32_t bs = p.batch_size, cap = p.num_splits;
@@ -64,14 +96,17 @@ __global__ void __launch_bounds__(kPlanThreads, 1) verify_plan(const PartialArgs
     my_work += int64_t{t} * rt;
   }
   if (threadIdx.x <= kBuckets) count[threadIdx.x] = 0;
+  MLAV_PT(kPtLoaded);
   const int32_t max_tiles = static_cast<int32_t>(block_reduce(my_max, true));  // and the cache
   const int64_t work = block_reduce(my_work, false);
+  MLAV_PT(kPtReduced);
   const int32_t chunk = plan_chunk(work, max_tiles, p.plan_blocks, [&](int32_t c) {
     int64_t big = 0;
     for (int32_t i = threadIdx.x; i < bs; i += kPlanThreads)
       big += plan_big_blocks(tiles_of(i), rt_of(i), c, cap);
     return block_reduce(big, false);
   });
+  MLAV_PT(kPtChunk);
 
   auto bucket_of = [&](int32_t tiles, int32_t n) {
     const int32_t k = (kBuckets - 1) * ceil_div32(tiles, n) / chunk;
@@ -85,6 +120,7 @@ __global__ void __launch_bounds__(kPlanThreads, 1) verify_plan(const PartialArgs
     if (!args.folded) atomicAdd(&count[kBuckets], rt);
   }
   __syncthreads();
+  MLAV_PT(kPtCounted);
   if (threadIdx.x == 0) {
     int32_t at = 0;
     for (int b = 0; b <= kBuckets; ++b) cursor[b] = at, at += count[b];
@@ -111,9 +147,20 @@ __global__ void __launch_bounds__(kPlanThreads, 1) verify_plan(const PartialArgs
                                    static_cast<unsigned>(r) | (static_cast<unsigned>(cap) << 16));
     }
   }
+  MLAV_PT(kPtEnd);
 }
 
 void launch_plan(const PartialArgs& args, CUstream_st* stream) {
+#ifdef MLAV_PLAN_TRACE
+  static int calls = 0;
+  if (++calls % 64 == 0) {
+    const volatile unsigned long long* t = h_plan_trace;  // a planner that ran earlier
+    if (t[kPtEnd] > t[kPtStart])
+      std::printf("PLANTRACE bs %d: loaded %.2f reduced %.2f chunk %.2f counted %.2f end %.2f us\n",
+                  args.p.batch_size, (t[1] - t[0]) * 1e-3, (t[2] - t[0]) * 1e-3, (t[3] - t[0]) * 1e-3,
+                  (t[4] - t[0]) * 1e-3, (t[5] - t[0]) * 1e-3);
+  }
+#endif
   verify_plan<<<1, kPlanThreads, 0, stream>>>(args);
   CUDA_CHECK(cudaGetLastError());
 }

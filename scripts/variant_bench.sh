@@ -9,7 +9,9 @@
 #   UNIT=verify_partial_s2 scripts/variant_bench.sh mmatrace cuda/verify_partial_s2.cu \
 #     -DMLAV_MMA_TRACE   (the sm_120 kernel, NOTES v16e: MLAV_CUDA_KERNEL=mma2
 #   .device/verify_bench_mmatrace prints an MMATRACE line per workload).
-# usage: [UNIT=verify_partial_wgmma|verify_partial_s2] scripts/variant_bench.sh NAME SOURCE [flags]
+#   UNIT=verify_plan scripts/variant_bench.sh plantrace cuda/verify_plan.cu -DMLAV_PLAN_TRACE
+#   (the balanced plan's planning kernel, cuda/NOTES.md v18: a PLANTRACE line every 64th plan).
+# usage: [UNIT=verify_partial_wgmma|verify_partial_s2|verify_plan] scripts/variant_bench.sh NAME SOURCE [flags]
 #   SOURCE: an edited copy of cuda/$UNIT.cu (anywhere; includes resolve against the repository).
 #   Run scripts/device_build.sh first (it configures build-cuda).
 set -euo pipefail
@@ -19,8 +21,8 @@ flags=${3:-}
 unit=${UNIT:-verify_partial_wgmma}
 case "$unit" in
   verify_partial_wgmma) target=mlaverify_cuda_sm90a ;;  # the sm_90a-only library
-  verify_partial_s2) target=mlaverify_cuda ;;
-  *) echo "UNIT=$unit: expected verify_partial_wgmma or verify_partial_s2" >&2; exit 2 ;;
+  verify_partial_s2|verify_plan) target=mlaverify_cuda ;;
+  *) echo "UNIT=$unit: expected verify_partial_wgmma, verify_partial_s2 or verify_plan" >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root/build-cuda"

@@ -228,6 +228,8 @@ std::string g_plan_note;
 // else) and the mean runs per request of the last workload timed.
 int64_t g_run_len = 1;
 double g_runs_per_request = 0;
+// --plan-cost: time the balanced plan's planning kernel alone (R of them in one graph).
+bool g_plan_only = false;
 
 // Times one workload at one split count: R rotations over distinct KV (> L2 in total), all
 // captured in one CUDA graph; median of graph replays divided by R.
@@ -355,7 +357,19 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int r = 0; r < R; ++r) kernels[r].run();
+  for (int r = 0; r < R; ++r) {
+    if (g_plan_only && p.plan_blocks > 0) {
+      cuda::detail::PartialArgs a;
+      a.p = p;
+      a.p.kv_indices = d_idx[r];
+      a.folded = kernels[r].folded();
+      a.plan = reinterpret_cast<int32_t*>(reinterpret_cast<char*>(ws) +
+                                          cuda::VerifyKernel::plan_offset(p));
+      cuda::detail::launch_plan(a, stream);
+    } else {
+      kernels[r].run();
+    }
+  }
   CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   const float ms = median_ms(3, 20, [&](int) { CUDA_CHECK(cudaGraphLaunch(exec, stream)); }, stream);
@@ -409,6 +423,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--sweep") sweep = true;
     if (std::string(argv[i]) == "--fragmentation") fragmentation = true;
+    if (std::string(argv[i]) == "--plan-cost") g_plan_only = true;
     if (std::string(argv[i]) == "--only" && i + 1 < argc) only = argv[++i];
   }
   const char* kernel_env = std::getenv("MLAV_CUDA_KERNEL");
@@ -448,6 +463,17 @@ int main(int argc, char** argv) {
   for (const Workload& w : kWorkloads) all.push_back(&w);
   for (const Workload& w : kMixed) all.push_back(&w);
 
+  if (g_plan_only) {
+    // The planning kernel alone, R per graph, at each workload's cap (MLAV_PLAN_WARPS picks it).
+    for (const Workload* wp : all) {
+      double kvb, fl, iob;
+      const double us = time_workload(*wp, splits_for(*wp), sms, &kvb, &fl, &iob);
+      std::printf("plan-cost %-17s %7.2f us per planning kernel (MLAV_PLAN_WARPS=%s)\n",
+                  wp->name, us, std::getenv("MLAV_PLAN_WARPS") ? std::getenv("MLAV_PLAN_WARPS")
+                                                               : "(default)");
+    }
+    return 0;
+  }
   if (fragmentation) {
     // Runs per request from 1 (each request one ascending run) to P (every slot on its own), at
     // the split the plan picks; each point the median of graph replays over R rotations.

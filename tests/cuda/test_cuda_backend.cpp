@@ -2,6 +2,7 @@
 // bit-exact laws of the kernel: layout, draft source, poisoning, padding and run-to-run invariance.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -372,6 +373,21 @@ TEST_F(CudaLaws, RunsAreDeterministic) {
   VerifyBatch b = VerifyBatch::build(law_spec(21));
   const std::vector<uint16_t> first = run_bits(b);
   for (int r = 0; r < 3; ++r) EXPECT_EQ(run_bits(b), first) << "run " << r;
+}
+
+// Backend::last_device_ms: -1 before any run, then the kernels' own time, which is positive and
+// no longer than the run's wall time (events on the stream around the launches only).
+TEST_F(CudaLaws, DeviceTimeIsMeasuredPerRun) {
+  EXPECT_EQ(gpu.last_device_ms(), -1);
+  VerifyBatch b = VerifyBatch::build(law_spec(23));
+  for (int r = 0; r < 3; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    gpu.run(b.params());
+    const double wall =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GT(gpu.last_device_ms(), 0) << "run " << r;
+    EXPECT_LE(gpu.last_device_ms(), wall) << "run " << r;
+  }
 }
 
 // Sets MLAV_MERGE for its lifetime, then restores what was there (the variable is read at each

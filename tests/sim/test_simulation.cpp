@@ -58,6 +58,47 @@ class OneWrongElement final : public Backend {
   cpu::CpuBackend cpu_;
 };
 
+// The CPU backend with a device timer that reports `ms` after every run (-1 before the first).
+class TimedCpu final : public Backend {
+ public:
+  explicit TimedCpu(double ms) : ms_(ms) {}
+  std::string name() const override { return "timed_cpu"; }
+  Capabilities capabilities() const override { return cpu_.capabilities(); }
+  Support can_implement(const VerifyParams& p) const override { return cpu_.can_implement(p); }
+  size_t workspace_bytes(const VerifyParams& p) const override { return cpu_.workspace_bytes(p); }
+  void run(const VerifyParams& p) override {
+    cpu_.run(p);
+    last_ = ms_;
+  }
+  double last_device_ms() const override { return last_; }
+
+ private:
+  cpu::CpuBackend cpu_;
+  double ms_, last_ = -1;
+};
+
+// kernel_ms is the backend's own timer after each step that ran it, -1 where it ran nothing or
+// has no timer (the CPU backend); the CSV carries it as its last column.
+TEST(Simulation, KernelTimeIsTheBackendsDeviceTimer) {
+  SimConfig c = small(16, DefragPolicy::Off);
+  c.steps = 40;
+  c.run_every = 1;
+  TimedCpu timed(0.25);
+  const SimResult r = simulate(c, timed);
+  ASSERT_TRUE(r.failures.empty());
+  int64_t ran = 0;
+  for (const StepMetrics& m : r.steps) {
+    EXPECT_EQ(m.kernel_ms, m.backend_ms >= 0 ? 0.25 : -1) << "step " << m.step;
+    ran += m.backend_ms >= 0;
+  }
+  EXPECT_GT(ran, 20);
+  cpu::CpuBackend cpu;
+  for (const StepMetrics& m : simulate(c, cpu).steps) EXPECT_EQ(m.kernel_ms, -1);
+  const std::string csv = metrics_csv(r.steps);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')).substr(csv.find("worst_ratio")), "worst_ratio,kernel_ms");
+  EXPECT_NE(csv.find(",0.25\n"), std::string::npos);
+}
+
 TEST(Simulation, CleanRunsStayCleanUnderEveryPolicy) {
   cpu::CpuBackend cpu;
   for (int64_t ps : {1, 16, 64}) {
