@@ -22,6 +22,7 @@
 #include "cli/json_io.h"
 #include "mlaverify/error.h"
 #include "model/validate.h"
+#include "plugin/guard_call.h"
 #include "plugin/plugin_backend.h"
 #include "props/properties.h"
 #ifdef MLAV_HAVE_CUDA
@@ -82,28 +83,19 @@ Resolved resolve(const mlav_backend* table) {
   return {b, b->plugin_name()};
 }
 
-// Runs body; turns the typed errors into statuses with their one-line message.
+// Runs body under plugin::guard_call. JSON's exceptions are caught first and reported as the
+// options' fault (MLAV_INVALID_INPUT, "options: ..."): guard_call alone would say MLAV_ERROR.
 template <typename F>
 mlav_status guarded(char* err, size_t err_size, F&& body) {
-  try {
-    body();
-    return MLAV_OK;
-  } catch (const InvalidInput& e) {
-    write_error(err, err_size, e.what());
-    return MLAV_INVALID_INPUT;
-  } catch (const json::exception& e) {
-    write_error(err, err_size, std::string("options: ") + e.what());
-    return MLAV_INVALID_INPUT;
-  } catch (const mlaverify::Unsupported& e) {
-    write_error(err, err_size, e.what());
-    return MLAV_UNSUPPORTED;
-  } catch (const std::exception& e) {
-    write_error(err, err_size, e.what());
-    return MLAV_ERROR;
-  } catch (...) {
-    write_error(err, err_size, "unknown exception");
-    return MLAV_ERROR;
-  }
+  return mlaverify::plugin::guard_call(err, err_size, [&] {
+    try {
+      body();
+      return MLAV_OK;
+    } catch (const json::exception& e) {
+      write_error(err, err_size, std::string("options: ") + e.what());
+      return MLAV_INVALID_INPUT;
+    }
+  });
 }
 
 char* dup(const std::string& s) {

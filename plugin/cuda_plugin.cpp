@@ -5,7 +5,6 @@
 // No host validation here: the caller validated its host copies before staging (c_api.h).
 #include <algorithm>
 #include <cstring>
-#include <exception>
 #include <memory>
 #include <string>
 
@@ -13,6 +12,7 @@
 #include "cuda/verify_kernel.h"
 #include "mlaverify/c_api.h"
 #include "mlaverify/error.h"
+#include "plugin/guard_call.h"
 #include "plugin/plugin_backend.h"
 
 namespace {
@@ -35,27 +35,8 @@ struct CudaPlugin {
 
 CudaPlugin& self_of(void* self) { return *static_cast<CudaPlugin*>(self); }
 
-template <typename F>
-mlav_status guard_call(char* err, size_t err_size, F&& body) {
-  try {
-    return body();
-  } catch (const InvalidInput& e) {
-    plugin::write_error(err, err_size, e.what());
-    return MLAV_INVALID_INPUT;
-  } catch (const Unsupported& e) {
-    plugin::write_error(err, err_size, e.what());
-    return MLAV_UNSUPPORTED;
-  } catch (const std::exception& e) {
-    plugin::write_error(err, err_size, e.what());
-    return MLAV_ERROR;
-  } catch (...) {
-    plugin::write_error(err, err_size, "unknown exception");
-    return MLAV_ERROR;
-  }
-}
-
 mlav_status capabilities(void* self, mlav_capabilities* caps, char* err, size_t err_size) {
-  return guard_call(err, err_size, [&] {
+  return plugin::guard_call(err, err_size, [&] {
     const mlav_capabilities c = plugin::to_c_capabilities(self_of(self).caps);
     const size_t n = std::min<size_t>(caps->struct_size, sizeof(c));
     const uint32_t size = caps->struct_size, version = caps->abi_version;
@@ -67,7 +48,7 @@ mlav_status capabilities(void* self, mlav_capabilities* caps, char* err, size_t 
 }
 
 mlav_status can_implement(void*, const mlav_params* p, char* why, size_t why_size) {
-  return guard_call(why, why_size, [&] {
+  return plugin::guard_call(why, why_size, [&] {
     Support s = cuda::cuda_device_available();
     if (s) s = cuda::VerifyKernel::can_implement(plugin::from_c_params(p));
     if (s) return MLAV_OK;
@@ -78,7 +59,7 @@ mlav_status can_implement(void*, const mlav_params* p, char* why, size_t why_siz
 
 mlav_status workspace_bytes(void*, const mlav_params* p, uint64_t* bytes, char* err,
                             size_t err_size) {
-  return guard_call(err, err_size, [&] {
+  return plugin::guard_call(err, err_size, [&] {
     *bytes = cuda::VerifyKernel::workspace_bytes(plugin::from_c_params(p));
     return MLAV_OK;
   });
@@ -86,7 +67,7 @@ mlav_status workspace_bytes(void*, const mlav_params* p, uint64_t* bytes, char* 
 
 mlav_status run(void*, const mlav_params* p, void* workspace, uint64_t, void* stream, char* err,
                 size_t err_size) {
-  return guard_call(err, err_size, [&] {
+  return plugin::guard_call(err, err_size, [&] {
     cuda::VerifyKernel kernel;
     kernel.initialize(plugin::from_c_params(p), workspace, static_cast<CUstream_st*>(stream));
     kernel.run();
@@ -109,7 +90,7 @@ extern "C" MLAV_EXPORT mlav_status mlav_plugin_open(uint32_t abi_version, const 
                         std::string("cuda plugin: takes no config (got '") + config + "')");
     return MLAV_INVALID_INPUT;
   }
-  return guard_call(err, err_size, [&] {
+  return plugin::guard_call(err, err_size, [&] {
     auto* self = new CudaPlugin();
     std::memset(out, 0, sizeof(mlav_backend));
     out->struct_size = sizeof(mlav_backend);

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <exception>
 #include <stdexcept>
 #include <utility>
 
 #include "mlaverify/error.h"
+#include "plugin/guard_call.h"
 #include "plugin/plugin_backend.h"
 
 namespace mlaverify::plugin {
@@ -19,27 +19,6 @@ struct Exported {
 };
 
 Exported& self_of(void* self) { return *static_cast<Exported*>(self); }
-
-// Runs body, turning an exception into the status the ABI names and its what() into err.
-template <typename F>
-mlav_status guard_call(char* err, size_t err_size, F&& body) {
-  try {
-    body();
-    return MLAV_OK;
-  } catch (const InvalidInput& e) {
-    write_error(err, err_size, e.what());
-    return MLAV_INVALID_INPUT;
-  } catch (const Unsupported& e) {
-    write_error(err, err_size, e.what());
-    return MLAV_UNSUPPORTED;
-  } catch (const std::exception& e) {
-    write_error(err, err_size, e.what());
-    return MLAV_ERROR;
-  } catch (...) {
-    write_error(err, err_size, "unknown exception");
-    return MLAV_ERROR;
-  }
-}
 
 mlav_status exported_capabilities(void* self, mlav_capabilities* caps, char* err, size_t err_size) {
   return guard_call(err, err_size, [&] {

@@ -114,7 +114,6 @@ RunOutput run_backend(Backend& backend, model::VerifyBatch& batch) {
   out.lse.assign(batch.lse().begin(),
                  batch.lse().begin() + static_cast<std::ptrdiff_t>(out.tokens * out.heads));
   const model::VerifyBatch::StrayWrites stray = batch.stray_writes();
-  out.has_lse = backend.capabilities().writes_lse;
   out.stray_writes = stray.count;
   out.first_stray = stray.first;
   return out;

@@ -25,13 +25,13 @@ model::BatchSpec to_batch_spec(const Case& c);
 model::VerifyBatch build_batch(const Case& c);
 
 // One run's outputs, widened to float (exact for bf16): o [T, H, 512] and lse [T, H], padded rows
-// included. NaN where the backend wrote nothing (outputs are NaN-poisoned before each run).
+// included. NaN where the backend wrote nothing (outputs are NaN-poisoned before each run), so all
+// of lse for a backend that declares no writes_lse: the comparisons take its Capabilities for that.
 struct RunOutput {
   int64_t tokens = 0;  // T, padded rows included
   int32_t heads = 0;
   std::vector<float> o;    // [T, H, 512]
   std::vector<float> lse;  // [T, H]
-  bool has_lse = true;     // false: the backend declares it writes no lse (lse is not compared)
   // Output elements written that no backend may write (head-stride gaps, rows past T).
   int64_t stray_writes = 0;
   std::string first_stray;

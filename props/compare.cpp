@@ -616,7 +616,7 @@ Comparison compare_runs_within(const VerifyParams& p,
             acc.element(x, y, bound, WorstIndex{i, q, t, h, k});
           }
         }
-        if (declared.writes_lse && a.has_lse && b.has_lse) {
+        if (declared.writes_lse) {
           acc.lse(a.lse_at(t, h), b.lse_at(t, h), 2.0 * tol.lse_abs, WorstIndex{i, q, t, h, -1});
         }
       }
@@ -626,14 +626,14 @@ Comparison compare_runs_within(const VerifyParams& p,
 }
 
 Comparison compare_bits(const model::VerifyBatch& batch, const RunOutput& a, const RunOutput& b,
-                        const std::vector<int32_t>& requests) {
+                        const Capabilities& declared, const std::vector<int32_t>& requests) {
   std::vector<int32_t> which = requests;
   if (which.empty()) {
     for (int32_t i = 0; i < batch.real_batch_size(); ++i) which.push_back(i);
   }
   std::vector<std::pair<int32_t, RequestView>> views;
   for (int32_t i : which) views.emplace_back(i, request_view(batch, i));
-  return compare_bits(views, a, b);
+  return compare_bits(views, a, b, declared);
 }
 
 // Every finite pair enters the aggregate statistics (the norms, the dot, max |ref|), equal or not:
@@ -641,7 +641,7 @@ Comparison compare_bits(const model::VerifyBatch& batch, const RunOutput& a, con
 // cosine blind to them (a report read "relative Frobenius 56, cosine 1"). A differing element
 // with a non-finite side counts as non-finite and stays out of the aggregates.
 Comparison compare_bits(const std::vector<std::pair<int32_t, RequestView>>& views,
-                        const RunOutput& a, const RunOutput& b) {
+                        const RunOutput& a, const RunOutput& b, const Capabilities& declared) {
   Accumulator acc;
   auto same_bits = [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; };
   for (const auto& [i, rv] : views) {
@@ -670,7 +670,7 @@ Comparison compare_bits(const std::vector<std::pair<int32_t, RequestView>>& view
           }
         }
         float x = a.lse_at(t, h), y = b.lse_at(t, h);
-        if (a.has_lse && b.has_lse && !same_bits(x, y)) {
+        if (declared.writes_lse && !same_bits(x, y)) {
           ++acc.c.violations;
           acc.c.worst_lse = WorstIndex{i, q, t, h, -1};
           double err = std::fabs(static_cast<double>(x) - y);

@@ -124,7 +124,7 @@ Comparison compare_to_model(model::VerifyBatch& batch, const RunOutput& out,
 // result: |a - b| <= 2 tol (1 + 2 u_o) + 2 u_o max(|a|, |b|) (triangle inequality through the
 // unknown exact value r, with |r| <= max(|a|, |b|) + tol; u_o the output unit). Real requests
 // only (`requests` limits it to those; all when empty); the worst-case bound of `declared` (the
-// probable one is not applied here).
+// probable one is not applied here), and the lse only when `declared` says the backend writes it.
 Comparison compare_runs_within(model::VerifyBatch& batch, const RunOutput& a, const RunOutput& b,
                                const Capabilities& declared = {},
                                const std::vector<int32_t>& requests = {});
@@ -137,11 +137,13 @@ Comparison compare_runs_within(const VerifyParams& p,
 // Bit-for-bit comparison of requests `requests` (all real ones when empty; padded ones may be
 // named). NaN payloads count: a property of the form "must be identical" means the bits. `b` is
 // the reference of the report: every finite element of both enters rel_frobenius, cosine and
-// max_abs_rel, the differing ones included.
+// max_abs_rel, the differing ones included. The lse is compared only when `declared`
+// (backend.capabilities()) says the backend writes it.
 Comparison compare_bits(const model::VerifyBatch& batch, const RunOutput& a, const RunOutput& b,
+                        const Capabilities& declared = {},
                         const std::vector<int32_t>& requests = {});
 // The same over explicit (request index, token range) pairs, for batches not held in a VerifyBatch.
 Comparison compare_bits(const std::vector<std::pair<int32_t, RequestView>>& views,
-                        const RunOutput& a, const RunOutput& b);
+                        const RunOutput& a, const RunOutput& b, const Capabilities& declared);
 
 }  // namespace mlaverify::props

@@ -76,8 +76,9 @@ std::optional<PropertyResult> stray(const RunOutput& out) {
 // comparison (all real requests when empty).
 Comparison same_outputs(Backend& backend, model::VerifyBatch& batch, const RunOutput& a,
                         const RunOutput& b, const std::vector<int32_t>& requests = {}) {
-  if (backend.capabilities().deterministic) return compare_bits(batch, a, b, requests);
-  return compare_runs_within(batch, a, b, backend.capabilities(), requests);
+  const Capabilities declared = backend.capabilities();
+  if (declared.deterministic) return compare_bits(batch, a, b, declared, requests);
+  return compare_runs_within(batch, a, b, declared, requests);
 }
 
 std::string law(Backend& backend, const std::string& what) {

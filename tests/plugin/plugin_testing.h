@@ -1,9 +1,11 @@
-// Shared by the plugin tests: a Backend wrapper that digests every output a run writes, and the
-// comparison of two campaigns (same verdicts per property, same digest of every run's outputs).
+// Shared by the plugin tests: a Backend wrapper that digests every output a run writes, the
+// comparison of two campaigns (same verdicts per property, same digest of every run's outputs),
+// and the campaign pair itself (in-process backend, then the one through the ABI).
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -70,6 +72,37 @@ inline void expect_same_campaign(const props::FuzzReport& a, const Recorder& ra,
   EXPECT_EQ(a.case_digest, b.case_digest);
   EXPECT_EQ(ra.runs, rb.runs);
   EXPECT_EQ(ra.digest, rb.digest) << "outputs differ on some run";
+}
+
+// The two reports of run_same_campaign, what the plugin side's Recorder saw, and the wall time of
+// each campaign (the tests print the cost of going through the ABI).
+struct CampaignPair {
+  props::FuzzReport in_process;
+  props::FuzzReport plugin;
+  int64_t plugin_runs = 0;
+  uint64_t plugin_digest = 0;
+  double in_process_s = 0;
+  double plugin_s = 0;
+};
+
+// Runs the campaign `o` on `in_process`, then on `plugin`, each through a Recorder, and checks
+// they are the same campaign (expect_same_campaign). What else a test holds the plugin's report
+// to (no failure, every property ran) it checks on the result.
+inline CampaignPair run_same_campaign(Backend& in_process, Backend& plugin,
+                                      const props::CampaignOptions& o) {
+  Recorder a(in_process), b(plugin);
+  CampaignPair r;
+  const auto t0 = std::chrono::steady_clock::now();
+  r.in_process = props::run_campaign(a, o);
+  const auto t1 = std::chrono::steady_clock::now();
+  r.plugin = props::run_campaign(b, o);
+  const auto t2 = std::chrono::steady_clock::now();
+  expect_same_campaign(r.in_process, a, r.plugin, b);
+  r.plugin_runs = b.runs;
+  r.plugin_digest = b.digest;
+  r.in_process_s = std::chrono::duration<double>(t1 - t0).count();
+  r.plugin_s = std::chrono::duration<double>(t2 - t1).count();
+  return r;
 }
 
 }  // namespace mlaverify::plugin::testing

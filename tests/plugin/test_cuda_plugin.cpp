@@ -4,11 +4,9 @@
 // worker). Without a GPU every case skips with the reason; loading and refusing run everywhere.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
-
-#include <chrono>
-#include <cstdio>
 
 #include "cuda/cuda_backend.h"
 #include "plugin/guarded.h"
@@ -19,8 +17,6 @@
 
 namespace mlaverify::plugin {
 namespace {
-
-using testing::Recorder;
 
 // The plugin's path: the build's, or MLAV_CUDA_PLUGIN from the environment (the device run
 // carries the built files to another folder).
@@ -60,26 +56,20 @@ TEST(CudaPlugin, LoadsAndSaysWhyWithoutADevice) {
 
 void suite_equals_in_process(Backend& plugin_backend, const char* what) {
   cuda::CudaBackend in_process;
-  Recorder a(in_process), b(plugin_backend);
   props::CampaignOptions o;
   o.cases = props::cases_from_env(40);
   o.seed = props::seed_from_env(20261203);
   // Both campaigns draw inside the plugin's declaration (narrower than the in-process backend's:
   // token_i64 only), so they generate the same cases.
   o.gen.caps = plugin_backend.capabilities();
-  const auto t0 = std::chrono::steady_clock::now();
-  const props::FuzzReport ra = props::run_campaign(a, o);
-  const auto t1 = std::chrono::steady_clock::now();
-  const props::FuzzReport rb = props::run_campaign(b, o);
-  const auto t2 = std::chrono::steady_clock::now();
-  testing::expect_same_campaign(ra, a, rb, b);
+  const testing::CampaignPair r = testing::run_same_campaign(in_process, plugin_backend, o);
+  const props::FuzzReport& rb = r.plugin;
   for (const props::PropertyStats& s : rb.stats) EXPECT_TRUE(s.ran()) << s.property;
   std::printf(
       "[%s] %d cases x %zu properties, %lld runs: in-process cuda %.1f s, plugin %.1f s; "
       "%zu failure(s) in both\n%s",
-      what, rb.cases_run, rb.stats.size(), static_cast<long long>(b.runs),
-      std::chrono::duration<double>(t1 - t0).count(),
-      std::chrono::duration<double>(t2 - t1).count(), rb.failures.size(), rb.to_string().c_str());
+      what, rb.cases_run, rb.stats.size(), static_cast<long long>(r.plugin_runs), r.in_process_s,
+      r.plugin_s, rb.failures.size(), rb.to_string().c_str());
 }
 
 TEST(CudaPlugin, WholePropertySuiteEqualsInProcessBackend) {

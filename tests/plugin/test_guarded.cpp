@@ -27,8 +27,6 @@
 namespace mlaverify::plugin {
 namespace {
 
-using testing::Recorder;
-
 std::shared_ptr<GuardedPluginBackend> guarded(const std::string& path, const std::string& items) {
   PluginSpec s = parse_plugin_spec(path + "?guarded&" + items);
   return std::make_shared<GuardedPluginBackend>(s);
@@ -56,24 +54,18 @@ TEST(Guarded, CpuPluginEqualsInProcessOverTheSuite) {
   auto in_process = cpu::make_cpu_backend();
   auto g = guarded(MLAV_CPU_PLUGIN, "timeout=120");
   EXPECT_EQ(g->name(), "plugin:cpu[guarded]");
-  Recorder a(*in_process), b(*g);
   props::CampaignOptions o;
   o.cases = props::cases_from_env(12);
   o.seed = props::seed_from_env(20261202);
-  const auto t0 = std::chrono::steady_clock::now();
-  const props::FuzzReport ra = props::run_campaign(a, o);
-  const auto t1 = std::chrono::steady_clock::now();
-  const props::FuzzReport rb = props::run_campaign(b, o);
-  const auto t2 = std::chrono::steady_clock::now();
-  testing::expect_same_campaign(ra, a, rb, b);
+  const testing::CampaignPair r = testing::run_same_campaign(*in_process, *g, o);
+  const props::FuzzReport& rb = r.plugin;
   EXPECT_TRUE(rb.ok()) << rb.to_string();  // no false alarm from the guards
   EXPECT_EQ(g->workers_started(), 1);
   std::printf(
       "[guarded] %d cases x %zu properties, %lld guarded runs: in-process %.1f s, "
       "guarded %.1f s\n",
-      rb.cases_run, rb.stats.size(), static_cast<long long>(b.runs),
-      std::chrono::duration<double>(t1 - t0).count(),
-      std::chrono::duration<double>(t2 - t1).count());
+      rb.cases_run, rb.stats.size(), static_cast<long long>(r.plugin_runs), r.in_process_s,
+      r.plugin_s);
 }
 
 // Each fault, one run of a fixed case: reported with the buffer and the side, outputs of a clean

@@ -6,7 +6,6 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,16 +29,11 @@ TEST(CpuPlugin, WholePropertySuiteEqualsInProcessBackend) {
   auto loaded = load_plugin(MLAV_CPU_PLUGIN);
   EXPECT_EQ(loaded->name(), "plugin:cpu");
   EXPECT_EQ(loaded->memory(), MLAV_MEMORY_HOST);
-  Recorder a(*in_process), b(*loaded);
   props::CampaignOptions o;
   o.cases = props::cases_from_env(24);
   o.seed = props::seed_from_env(20261201);
-  const auto t0 = std::chrono::steady_clock::now();
-  const props::FuzzReport ra = props::run_campaign(a, o);
-  const auto t1 = std::chrono::steady_clock::now();
-  const props::FuzzReport rb = props::run_campaign(b, o);
-  const auto t2 = std::chrono::steady_clock::now();
-  testing::expect_same_campaign(ra, a, rb, b);
+  const testing::CampaignPair r = testing::run_same_campaign(*in_process, *loaded, o);
+  const props::FuzzReport& rb = r.plugin;
   EXPECT_TRUE(rb.ok()) << rb.to_string();
   // Every property of the catalog ran through the ABI, not only skipped.
   for (const props::PropertyStats& s : rb.stats) EXPECT_TRUE(s.ran()) << s.property;
@@ -47,9 +41,8 @@ TEST(CpuPlugin, WholePropertySuiteEqualsInProcessBackend) {
   std::printf(
       "[plugin] %d cases x %zu properties, %lld runs through the plugin: in-process %.1f s, "
       "plugin %.1f s, digest %016llx\n",
-      rb.cases_run, rb.stats.size(), static_cast<long long>(b.runs),
-      std::chrono::duration<double>(t1 - t0).count(),
-      std::chrono::duration<double>(t2 - t1).count(), static_cast<unsigned long long>(b.digest));
+      rb.cases_run, rb.stats.size(), static_cast<long long>(r.plugin_runs), r.in_process_s,
+      r.plugin_s, static_cast<unsigned long long>(r.plugin_digest));
 }
 
 // The mutant the equality check must kill: the same plugin on the folded split plan rounds
