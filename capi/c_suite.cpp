@@ -19,6 +19,7 @@
 #include "cli/backends.h"
 #include "cli/commands.h"
 #include "cli/dump_commands.h"
+#include "capi/c_options.h"
 #include "cli/json_io.h"
 #include "mlaverify/error.h"
 #include "model/validate.h"
@@ -103,33 +104,6 @@ char* dup(const std::string& s) {
   if (out == nullptr) throw std::bad_alloc();
   std::memcpy(out, s.data(), s.size() + 1);
   return out;
-}
-
-// Options: a JSON object whose keys are all known (a misspelt key is an error, not ignored).
-json parse_options(const char* text, std::initializer_list<const char*> known) {
-  json o = text == nullptr || *text == '\0' ? json::object() : json::parse(text);
-  if (!o.is_object()) throw InvalidInput("options", -1, "not a JSON object");
-  for (auto it = o.begin(); it != o.end(); ++it) {
-    bool ok = false;
-    for (const char* k : known) ok = ok || it.key() == k;
-    if (!ok) {
-      std::string list;
-      for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-      throw InvalidInput("options." + it.key(), -1, "unknown option (known: " + list + ")");
-    }
-  }
-  return o;
-}
-
-template <typename T>
-T get(const json& o, const char* key, T fallback) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    throw InvalidInput(std::string("options.") + key, -1, "wrong type: " + it->dump());
-  }
 }
 
 // The human-readable log: stderr when verbose, else nowhere.
@@ -303,20 +277,22 @@ MLAV_API mlav_status mlav_fuzz(const mlav_backend* backend, const char* options_
   }
   *report_json = nullptr;
   return guarded(err, err_size, [&] {
-    const json o = parse_options(options_json,
-                                 {"cases", "seed", "properties", "out_dir", "label",
-                                  "shard", "verbose"});
+    const mlaverify::capi::FuzzRequest o = mlaverify::capi::parse_fuzz_options(options_json);
     Resolved r = resolve(backend);
     mlaverify::cli::FuzzOptions f;
-    f.backend = get<std::string>(o, "label", r.label);
-    f.cases = get<int32_t>(o, "cases", 100);
-    if (f.cases < 1) throw InvalidInput("options.cases", -1, "must be >= 1");
-    f.seed = get<uint64_t>(o, "seed", 20261129);
-    f.properties = get<std::vector<std::string>>(o, "properties", {});
-    f.out_dir = get<std::string>(o, "out_dir", "");
-    const std::string shard = get<std::string>(o, "shard", "");
-    if (!shard.empty()) mlaverify::cli::parse_shard(shard, f.shard_index, f.shard_count);
-    Log log(get<bool>(o, "verbose", false));
+    f.backend = o.label.value_or(r.label);
+    f.cases = o.cases.value_or(f.cases);
+    f.seed = o.seed.value_or(f.seed);
+    f.properties = o.properties.value_or(f.properties);
+    if (o.out_dir) f.out_dir = *o.out_dir;
+    if (o.shard && !o.shard->empty()) {
+      try {
+        mlaverify::cli::parse_shard(*o.shard, f.shard_index, f.shard_count);
+      } catch (const InvalidInput& e) {
+        throw InvalidInput("options.shard", -1, e.detail());
+      }
+    }
+    Log log(o.verbose.value_or(false));
     const mlaverify::cli::CampaignReport rep = mlaverify::cli::run_fuzz(*r.backend, f, log.out());
     std::ostringstream doc;
     mlaverify::cli::write_json("fuzz", rep, doc);
@@ -332,18 +308,16 @@ MLAV_API mlav_status mlav_replay(const mlav_backend* backend, const char* option
   }
   *report_json = nullptr;
   return guarded(err, err_size, [&] {
-    const json o = parse_options(options_json, {"paths", "allow_skipped", "check_recorded",
-                                                "max_memory", "max_seconds", "verbose"});
-    const auto paths = get<std::vector<std::string>>(o, "paths", {});
-    if (paths.empty()) throw InvalidInput("options.paths", -1, "nothing to replay");
+    const mlaverify::capi::ReplayRequest o = mlaverify::capi::parse_replay_options(options_json);
+    const std::vector<std::string>& paths = o.paths;
     Resolved r;
     if (backend != nullptr) r = resolve(backend);
-    Log log(get<bool>(o, "verbose", false));
+    Log log(o.verbose.value_or(false));
     mlaverify::cli::ReplayOptions ro;
-    ro.allow_skipped = get<bool>(o, "allow_skipped", false);
-    ro.check_recorded = get<bool>(o, "check_recorded", true);
-    ro.max_memory = get<int64_t>(o, "max_memory", ro.max_memory);
-    ro.max_seconds = get<double>(o, "max_seconds", ro.max_seconds);
+    ro.allow_skipped = o.allow_skipped.value_or(ro.allow_skipped);
+    ro.check_recorded = o.check_recorded.value_or(ro.check_recorded);
+    ro.max_memory = o.max_memory.value_or(ro.max_memory);
+    ro.max_seconds = o.max_seconds.value_or(ro.max_seconds);
     mlaverify::cli::DumpOptions dopt;
     dopt.json = true;
     dopt.max_memory = ro.max_memory;
@@ -390,12 +364,12 @@ MLAV_API mlav_status mlav_diagnose(const char* path, const char* options_json, c
   }
   *report_json = nullptr;
   return guarded(err, err_size, [&] {
-    const json o = parse_options(options_json, {"readings", "max_memory", "max_seconds"});
+    const mlaverify::capi::DiagnoseRequest o = mlaverify::capi::parse_diagnose_options(options_json);
     mlaverify::cli::DumpOptions dopt;
     dopt.json = true;
-    dopt.readings = get<std::vector<std::string>>(o, "readings", {});
-    dopt.max_memory = get<int64_t>(o, "max_memory", dopt.max_memory);
-    dopt.max_seconds = get<double>(o, "max_seconds", dopt.max_seconds);
+    dopt.readings = o.readings.value_or(dopt.readings);
+    dopt.max_memory = o.max_memory.value_or(dopt.max_memory);
+    dopt.max_seconds = o.max_seconds.value_or(dopt.max_seconds);
     std::ostringstream doc;
     mlaverify::cli::diagnose_dump(path, dopt, doc);
     *report_json = dup(dump_document(doc.str()).dump());

@@ -2,8 +2,9 @@
 # Builds the loaders' libFuzzer harnesses (fuzz/, clang with ASan + UBSan, into build-fuzz/) and
 # runs each for a fixed time: scenario_fuzzer (scenarios::parse_scenario) seeded from
 # scenarios/cases/*.json, dump_fuzzer (the server-dump loader, replay and diagnose) seeded from
-# fuzz/seeds/dump (slimmed from scenarios/dumps/*.safetensors by fuzz/make_dump_seeds.py), each
-# also from its fuzz/regressions/{scenario,dump}/ inputs. Before fuzzing, every regression input
+# fuzz/seeds/dump (slimmed from scenarios/dumps/*.safetensors by fuzz/make_dump_seeds.py), and
+# options_fuzzer (the C API's options reader, capi/c_options.h) seeded from fuzz/seeds/options,
+# each also from its fuzz/regressions/{scenario,dump,options}/ inputs. Before fuzzing, every regression input
 # and the full shipped dumps run once through their harness.
 # Usage: scripts/fuzz.sh [seconds per fuzzer, default 60]
 # Prints executions and crashes per fuzzer; exits non-zero on any crash, with the input saved
@@ -24,7 +25,7 @@ if [ ! -f build-fuzz/build.ninja ]; then
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
     -DMLAV_MODEL_CPU_ONLY=ON -DMLAV_FUZZ=ON "${launcher[@]}"
 fi
-cmake --build build-fuzz -j "$jobs" --target scenario_fuzzer dump_fuzzer
+cmake --build build-fuzz -j "$jobs" --target scenario_fuzzer dump_fuzzer options_fuzzer
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
@@ -83,6 +84,7 @@ run_fuzzer() {  # name, max_len, seed files...
 
 run_fuzzer scenario_fuzzer 8192 scenarios/cases/*.json
 run_fuzzer dump_fuzzer 131072 fuzz/seeds/dump/*.safetensors
+run_fuzzer options_fuzzer 4096 fuzz/seeds/options/*.bin
 
 echo "== fuzz.sh summary =="
 printf '%s\n' "${summary[@]}"

@@ -13,6 +13,11 @@
  * MLAV_UNSUPPORTED, the exception's text for MLAV_ERROR. A campaign that ran and found failures is
  * MLAV_OK: its verdict and exit_code are in the report.
  *
+ * Options are read strictly (capi/c_options.h): every key known, every value of its exact JSON
+ * type and in range (integers as integers: "cases": 2.5 or 2^32 + 1 is an error, never rounded
+ * or wrapped; cases 1 .. 1,000,000 as the CLI's --cases; max_memory >= 1; max_seconds finite
+ * and > 0), null the same as absent; anything else is MLAV_INVALID_INPUT naming options.<key>.
+ *
  * Threads: one call at a time per backend table; the suite calls the table's entry points on the
  * calling thread only (a Python callback runs under the GIL ctypes takes for it).
  */
