@@ -98,8 +98,10 @@ struct CampaignReport {
   std::vector<FailureSummary> failures;
 
   std::vector<std::string> not_verified;  // why the run is not green although nothing failed
-  // Accepted values no generated case took (props::Coverage::missing), and the table; a run
-  // only (a merge has neither).
+  // Coverage (props/coverage.h): a row per field value with the cases that took it, the accepted
+  // values no case took, and (--coverage) the printed table. A merge sums its shards' rows and
+  // recomputes the missing ones; it has none when a shard's report carries no rows.
+  std::vector<props::CoverageRow> coverage;
   std::vector<std::string> coverage_missing;
   std::string coverage_table;
   int exit_code = kExitPass;

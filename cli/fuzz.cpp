@@ -142,6 +142,7 @@ CampaignReport run_fuzz(Backend& backend, const FuzzOptions& options, std::ostre
     r.failures.push_back({f.property, f.case_index, f.shrink_steps, f.shrink_evals,
                           scenarios::summary(f.shrunk.spec), f.detail, f.file.string()});
   }
+  r.coverage = fr.coverage.rows();
   r.coverage_missing = fr.coverage.missing();
   if (options.coverage) r.coverage_table = fr.coverage.to_string();
   judge(r);

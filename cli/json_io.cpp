@@ -66,6 +66,15 @@ ojson campaign_json(std::string_view command, const CampaignReport& r) {
   }
   j["failures"] = std::move(failures);
   j["not_verified"] = r.not_verified;
+  ojson coverage = ojson::array();
+  for (const props::CoverageRow& row : r.coverage) {
+    coverage.push_back({{"field", row.field},
+                        {"value", row.value},
+                        {"accepted", row.accepted},
+                        {"cases", row.cases}});
+  }
+  j["coverage"] = std::move(coverage);
+  j["coverage_missing"] = r.coverage_missing;
   return j;
 }
 
@@ -283,6 +292,25 @@ CampaignReport load_report(const std::filesystem::path& path) {
     f.detail = rd.get<std::string>(failures[i], p, "detail");
     f.file = rd.get<std::string>(failures[i], p, "file");
     r.failures.push_back(std::move(f));
+  }
+  // Coverage rows (reports written before they existed have none; missing is recomputed).
+  if (j.contains("coverage")) {
+    const nlohmann::json& rows = rd.array(j, "coverage");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string p = "coverage[" + std::to_string(i) + "]";
+      props::CoverageRow row;
+      row.field = rd.get<std::string>(rows[i], p, "field");
+      row.value = rd.get<std::string>(rows[i], p, "value");
+      const nlohmann::json& accepted = rd.at(rows[i], p, "accepted");
+      if (!accepted.is_boolean()) rd.fail(p + ".accepted", -1, "not true or false");
+      row.accepted = accepted.get<bool>();
+      row.cases = rd.get<int32_t>(rows[i], p, "cases");
+      if (row.cases < 0 || row.cases > r.cases_run) {
+        rd.fail(p + ".cases", -1, "outside [0, cases_run]");
+      }
+      r.coverage.push_back(std::move(row));
+    }
+    r.coverage_missing = props::coverage_missing(r.coverage);
   }
   // The verdict is recomputed, never trusted from the file.
   judge(r);

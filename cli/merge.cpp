@@ -101,6 +101,23 @@ CampaignReport merge_reports(const std::vector<CampaignReport>& shards,
   }
   std::stable_sort(m.failures.begin(), m.failures.end(),
                    [](const auto& a, const auto& b) { return a.case_index < b.case_index; });
+  // Coverage: the shards' rows summed when every shard has the same rows (one campaign, one
+  // backend, one build); else none, since a count over part of the campaign would mislead.
+  bool same_rows = true;
+  for (const CampaignReport& s : shards) {
+    same_rows = same_rows && !s.coverage.empty() && s.coverage.size() == first.coverage.size();
+    for (size_t k = 0; same_rows && k < s.coverage.size(); ++k) {
+      const props::CoverageRow &a = s.coverage[k], &b = first.coverage[k];
+      same_rows = a.field == b.field && a.value == b.value && a.accepted == b.accepted;
+    }
+  }
+  if (same_rows) {
+    m.coverage = first.coverage;
+    for (props::CoverageRow& row : m.coverage) row.cases = 0;
+    for (const CampaignReport& s : shards)
+      for (size_t k = 0; k < s.coverage.size(); ++k) m.coverage[k].cases += s.coverage[k].cases;
+    m.coverage_missing = props::coverage_missing(m.coverage);
+  }
   judge(m);
   return m;
 }

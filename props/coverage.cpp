@@ -193,13 +193,15 @@ void Coverage::merge(const Coverage& other) {
   }
 }
 
-std::vector<std::string> Coverage::missing() const {
+std::vector<std::string> coverage_missing(const std::vector<CoverageRow>& rows) {
   std::vector<std::string> out;
-  for (const CoverageRow& r : rows_) {
+  for (const CoverageRow& r : rows) {
     if (r.accepted && r.cases == 0) out.push_back(r.field + "=" + r.value);
   }
   return out;
 }
+
+std::vector<std::string> Coverage::missing() const { return coverage_missing(rows_); }
 
 std::string Coverage::to_string() const {
   std::ostringstream os;

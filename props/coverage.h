@@ -20,6 +20,10 @@ struct CoverageRow {
   int32_t cases = 0;     // cases generated with it
 };
 
+// "field=value" for every accepted row with no case (Coverage::missing over any rows: a report's
+// read back, or shards' summed).
+std::vector<std::string> coverage_missing(const std::vector<CoverageRow>& rows);
+
 class Coverage {
  public:
   Coverage() = default;

@@ -4,10 +4,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "cli/backends.h"
 #include "cli/commands.h"
+#include "cli/json_io.h"
 #include "mlaverify/backend.h"
 #include "mlaverify/error.h"
 
@@ -194,6 +199,60 @@ TEST(Cli, MergeRefusesReportsOfDifferentCampaigns) {
   CampaignReport short_run = b;
   short_run.cases_run = 1;
   EXPECT_EQ(field_of({a, short_run}), "cases_run");
+}
+
+// Coverage travels with the report: --json carries a row per field value (an enumerated field's
+// values partition the cases), a saved report reads back with its rows, and merging the shards of a
+// campaign gives the unsharded campaign's rows.
+TEST(Cli, CoverageRowsInTheReportAndTheMerge) {
+  FuzzOptions o;
+  o.backend = "cpu";
+  o.cases = 8;
+  o.seed = 5;
+  o.properties = {"metadata"};  // no kernel run: the rows are about the generated cases
+  std::ostringstream log;
+  const CampaignReport whole = run_fuzz(*make_backend("cpu"), o, log);
+  ASSERT_FALSE(whole.coverage.empty());
+  // Fields whose values partition the cases (each case has exactly one of them; the layout
+  // rows and edges may overlap or not apply).
+  std::map<std::string, int32_t> per_field;
+  for (const char* f : {"mask_format", "kv_dtype", "q_dtype", "o_dtype", "kv_layout",
+                        "draft_source", "kv_indexing", "page_size", "slot_order"})
+    per_field[f] = 0;
+  for (const props::CoverageRow& row : whole.coverage)
+    if (per_field.contains(row.field)) per_field[row.field] += row.cases;
+  for (const auto& [field, n] : per_field) EXPECT_EQ(n, 8) << field;
+  std::ostringstream doc;
+  write_json("fuzz", whole, doc);
+  const nlohmann::json j = nlohmann::json::parse(doc.str());
+  ASSERT_EQ(j["coverage"].size(), whole.coverage.size());
+  EXPECT_EQ(j["coverage"][0]["cases"], whole.coverage[0].cases);
+  EXPECT_EQ(j["coverage_missing"].size(), whole.coverage_missing.size());
+
+  std::vector<CampaignReport> shards;
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mlav_cov_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (int32_t k = 0; k < 2; ++k) {
+    FuzzOptions sk = o;
+    sk.shard_index = k;
+    sk.shard_count = 2;
+    const std::filesystem::path file = dir / ("s" + std::to_string(k) + ".json");
+    save_report(file, run_fuzz(*make_backend("cpu"), sk, log));
+    shards.push_back(load_report(file));  // through the file: the rows are read back
+  }
+  std::filesystem::remove_all(dir);
+  const CampaignReport merged = merge_reports(shards, {"s0", "s1"});
+  ASSERT_EQ(merged.coverage.size(), whole.coverage.size());
+  for (size_t k = 0; k < whole.coverage.size(); ++k) {
+    EXPECT_EQ(merged.coverage[k].field, whole.coverage[k].field);
+    EXPECT_EQ(merged.coverage[k].value, whole.coverage[k].value);
+    EXPECT_EQ(merged.coverage[k].cases, whole.coverage[k].cases) << whole.coverage[k].value;
+  }
+  EXPECT_EQ(merged.coverage_missing, whole.coverage_missing);
+  // A shard without rows (a report from before they existed): the merge claims no coverage.
+  shards[1].coverage.clear();
+  EXPECT_TRUE(merge_reports(shards, {"s0", "s1"}).coverage.empty());
 }
 
 TEST(Cli, ShardSyntax) {
