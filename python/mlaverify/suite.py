@@ -48,7 +48,9 @@ class Failure:
 class FuzzReport:
     """A campaign's result. ok: every selected property ran and none failed. failures: the
     Failure objects. stats: {property: {"passed", "failed", "skipped", "skip_reason"}}.
-    not_verified: why the run is not green although nothing failed. raw: the JSON document."""
+    not_verified: why the run is not green although nothing failed. coverage: a dict per field
+    value ({"field", "value", "accepted", "cases"}: how many cases took it), coverage_missing:
+    "field=value" for each accepted value no case took. raw: the JSON document."""
 
     def __init__(self, d):
         self.raw = d
@@ -59,6 +61,8 @@ class FuzzReport:
                                                         "skip_reason")} for s in d["stats"]}
         self.failures = [Failure(f) for f in d["failures"]]
         self.not_verified = list(d["not_verified"])
+        self.coverage = list(d.get("coverage", []))
+        self.coverage_missing = list(d.get("coverage_missing", []))
         self.out_dir = d.get("out_dir")
 
     @property

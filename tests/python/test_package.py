@@ -81,6 +81,17 @@ def test_cpu_backend_fuzz_green():
     assert r.cases_run == 4 and all(s["passed"] > 0 for s in r.stats.values())
 
 
+def test_report_carries_coverage_and_options_are_strict():
+    r = mv.fuzz(mv.cpu(), cases=6, seed=3, properties=["metadata"])
+    formats = [row for row in r.coverage if row["field"] == "mask_format"]
+    assert formats and sum(row["cases"] for row in formats) == r.cases_run == 6
+    assert set(r.coverage_missing) == {f"{row['field']}={row['value']}" for row in r.coverage
+                                       if row["accepted"] and row["cases"] == 0}
+    # Out of the CLI's --cases range: one InvalidInput naming the option, no campaign.
+    with pytest.raises(mv.InvalidInput, match=r"^options\.cases: 0 outside \[1, 1000000\]"):
+        mv.fuzz(mv.cpu(), cases=0)
+
+
 def test_builtin_mutant_caught_and_replayed(tmp_path):
     r = mv.fuzz(mv.mutant("mask_row_stride_d"), cases=20, seed=SEED, out_dir=tmp_path)
     assert not r.ok and r.failures, r
