@@ -75,6 +75,10 @@ PropertyResult check_serving_defrag(Backend& backend, const Case& c);
 // positions.
 PropertyResult check_metadata(Backend& backend, const Case& c);
 
+// backend.h's output rule: a failure when the run wrote an output element no backend may write
+// (a head-stride gap, a row past T), nullopt otherwise.
+std::optional<PropertyResult> stray_write_failure(const RunOutput& out);
+
 // Runs `body` and turns what escapes into a result: Unsupported is a skip, any other exception a
 // failure naming it (a backend that rejects or crashes on a valid case is wrong).
 PropertyResult guarded_property(std::string_view name, const std::function<PropertyResult()>& body);
