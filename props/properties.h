@@ -66,7 +66,9 @@ PropertyResult check_representation(Backend& backend, const Case& c);
 // The case realized through model::ServingState: fillers admitted and finished between requests
 // (holes), odd requests reach their prefix through an accepted verify round, then every request's
 // draft is allocated; the launch is run, model::compact relocates every live row, and the launch
-// (metadata rebuilt from the rewritten req_to_token) must give bit-identical outputs.
+// (metadata rebuilt from the rewritten req_to_token) must give bit-identical outputs. Both
+// launches are presented as the case says (model::Presenter, as build_batch's are), and a write
+// into a head-stride gap or a row past T fails it.
 PropertyResult check_serving_defrag(Backend& backend, const Case& c);
 
 // docs/spec.md §3 metadata invariants of the built batch (the backend is not run): qo/kv/mask
