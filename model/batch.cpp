@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -347,102 +346,18 @@ VerifyBatch VerifyBatch::build(const BatchSpec& spec) {
   q_gen.fill(b.q_.data(), real_t * h * kRowDim);
   garbage_gen.fill(b.q_.data() + real_t * h * kRowDim, (rows_t - real_t) * h * kRowDim);
 
-  b.o_lat_.resize(static_cast<size_t>(rows_t * h * kLatentDim));  // [T + tail, H, 512]
-  b.lse_.resize(static_cast<size_t>(rows_t * h));                 // [T + tail, H]
-  if (b.presented_o()) {
-    b.o_store_.resize(static_cast<size_t>(rows_t * h * spec.o_head_stride) *
-                      static_cast<size_t>(dtype_bytes(spec.o_dtype)));
-  }
-  b.poison_outputs();
+  b.presenter_ = Presenter(spec.presentation(), total_t, h);  // outputs sized and poisoned
   return b;
 }
 
-namespace {
-
-// Bit patterns: the NaN a backend's unwritten output shows, and the signalling NaN left where no
-// backend may write (a write of any computed value, NaN included, changes it).
-constexpr uint16_t kBf16Poison = 0x7fc0;
-constexpr uint16_t kBf16Guard = 0x7fa5;
-constexpr uint32_t kF32Guard = 0x7fa5a5a5u;
-
-void store_value(std::byte* base, DType dtype, int64_t index, float v) {
-  if (dtype == DType::BF16) {
-    const bf16 x = float_to_bf16(v);
-    std::memcpy(base + index * 2, &x, 2);
-  } else {
-    std::memcpy(base + index * 4, &v, 4);
-  }
-}
-
-void fill_pattern(std::byte* base, DType dtype, int64_t index, int64_t n, bool guard) {
-  for (int64_t k = 0; k < n; ++k) {
-    if (dtype == DType::BF16) {
-      const uint16_t x = guard ? kBf16Guard : kBf16Poison;
-      std::memcpy(base + (index + k) * 2, &x, 2);
-    } else {
-      const float nan = std::numeric_limits<float>::quiet_NaN();
-      const uint32_t x = guard ? kF32Guard : std::bit_cast<uint32_t>(nan);
-      std::memcpy(base + (index + k) * 4, &x, 4);
-    }
-  }
-}
-
-bool holds_guard(const std::byte* base, DType dtype, int64_t index) {
-  if (dtype == DType::BF16) {
-    uint16_t x;
-    std::memcpy(&x, base + index * 2, 2);
-    return x == kBf16Guard;
-  }
-  uint32_t x;
-  std::memcpy(&x, base + index * 4, 4);
-  return x == kF32Guard;
-}
-
-}  // namespace
-
 VerifyParams VerifyBatch::params() {
   VerifyParams p;
-  const int32_t h = spec_.num_heads;
-  const int64_t rows = row_capacity();
   p.batch_size = metadata_.batch_size();
-  p.num_heads = h;
+  p.num_heads = spec_.num_heads;
   p.max_draft = max_draft_;
-  p.max_total_q = rows;
   p.num_splits = spec_.num_splits;
   p.plan_blocks = spec_.plan_blocks;
   p.sm_scale = static_cast<float>(spec_.sm_scale);
-
-  const bool presented_q = spec_.q_dtype != DType::BF16 || spec_.q_rope_first ||
-                           spec_.q_head_stride != kRowDim;
-  p.q_dtype = spec_.q_dtype;
-  p.q_head_stride = spec_.q_head_stride;
-  p.q_token_stride = int64_t{h} * spec_.q_head_stride;
-  p.q_latent_offset = spec_.q_rope_first ? kRopeDim : 0;
-  p.q_rope_offset = spec_.q_rope_first ? 0 : kLatentDim;
-  if (presented_q) {
-    // Rebuilt from q_ on every call (mutations of q() show), in place: the size never changes,
-    // so the pointer of an earlier params() stays valid.
-    const int64_t n = rows * p.q_token_stride;
-    q_store_.resize(static_cast<size_t>(n) * static_cast<size_t>(dtype_bytes(p.q_dtype)));
-    fill_pattern(q_store_.data(), p.q_dtype, 0, n, false);  // padding reads as NaN
-    for (int64_t t = 0; t < rows; ++t) {
-      for (int32_t hh = 0; hh < h; ++hh) {
-        const bf16* src = q_.data() + (t * h + hh) * kRowDim;
-        const int64_t row = t * p.q_token_stride + hh * p.q_head_stride;
-        for (int k = 0; k < kLatentDim; ++k) {
-          store_value(q_store_.data(), p.q_dtype, row + p.q_latent_offset + k,
-                      bf16_to_float(src[k]));
-        }
-        for (int k = 0; k < kRopeDim; ++k) {
-          store_value(q_store_.data(), p.q_dtype, row + p.q_rope_offset + k,
-                      bf16_to_float(src[kLatentDim + k]));
-        }
-      }
-    }
-    p.q = q_store_.data();
-  } else {
-    p.q = q_.data();
-  }
 
   p.kv_pool = pool_.data();
   p.kv_dtype = pool_.dtype();
@@ -451,137 +366,11 @@ VerifyParams VerifyBatch::params() {
 
   p.qo_indptr = metadata_.qo_indptr.data();
   p.kv_indptr = metadata_.kv_indptr.data();
-  p.kv_indexing = spec_.kv_indexing;
-  p.kv_indices_len = static_cast<int64_t>(metadata_.kv_indices.size());
-  switch (spec_.kv_indexing) {
-    case KvIndexing::TokenI64:
-      p.kv_indices = metadata_.kv_indices.data();
-      break;
-    case KvIndexing::TokenI32:
-      kv_indices_i32_.assign(metadata_.kv_indices.begin(), metadata_.kv_indices.end());
-      p.kv_indices_i32 = kv_indices_i32_.data();
-      break;
-    case KvIndexing::PageTable: {
-      const int64_t ps = spec_.page_size;
-      int64_t widest = 1;
-      for (int32_t i = 0; i < p.batch_size; ++i) {
-        const int64_t len = metadata_.kv_indptr[static_cast<size_t>(i) + 1] -
-                            metadata_.kv_indptr[static_cast<size_t>(i)];
-        widest = std::max(widest, ceil_div(len, ps));
-      }
-      block_table_stride_ = static_cast<int32_t>(widest);
-      // Unused entries hold -1: a kernel that reads past a request's pages names no page.
-      block_table_.assign(static_cast<size_t>(p.batch_size) * static_cast<size_t>(widest), -1);
-      for (int32_t i = 0; i < p.batch_size; ++i) {
-        const int64_t begin = metadata_.kv_indptr[static_cast<size_t>(i)];
-        const int64_t len = metadata_.kv_indptr[static_cast<size_t>(i) + 1] - begin;
-        const bool padded = i >= real_bs_;
-        for (int64_t k = 0; k < len; ++k) {
-          const int64_t slot = metadata_.kv_indices[static_cast<size_t>(begin + k)];
-          int32_t& page = block_table_[static_cast<size_t>(i * widest + k / ps)];
-          if (k % ps == 0) page = static_cast<int32_t>(padded ? 0 : slot / ps);
-          if (!padded && slot != int64_t{page} * ps + k % ps) {
-            throw InvalidInput("kv_indexing", i,
-                               "request " + str(i) + "'s entry " + str(k) + " is slot " +
-                                   str(slot) + ", not page-aligned: a page table of " + str(ps) +
-                                   "-slot pages cannot name it");
-          }
-        }
-      }
-      p.block_table = block_table_.data();
-      p.block_table_stride = block_table_stride_;
-      p.page_size = static_cast<int32_t>(ps);
-      p.kv_indices_len = 0;
-      break;
-    }
-  }
-
   p.draft_source = metadata_.draft_source;
-  p.k_extend_stride = spec_.k_extend_stride;
-  if (metadata_.draft_source != DraftKvSource::ExtendRows) {
-    p.k_extend = nullptr;
-  } else if (spec_.k_extend_stride == kRowDim) {
-    p.k_extend = k_extend_.data();
-  } else {
-    const size_t eb = static_cast<size_t>(dtype_bytes(pool_.dtype()));
-    k_extend_store_.resize(static_cast<size_t>(rows * spec_.k_extend_stride) * eb);
-    fill_pattern(k_extend_store_.data(), pool_.dtype(), 0, rows * spec_.k_extend_stride, false);
-    for (int64_t t = 0; t < rows; ++t) {
-      std::memcpy(k_extend_store_.data() + static_cast<size_t>(t * spec_.k_extend_stride) * eb,
-                  k_extend_.data() + static_cast<size_t>(t) * kRowDim * eb, kRowDim * eb);
-    }
-    p.k_extend = k_extend_store_.data();
-  }
-
   attach_mask(p, mask_);
-
-  p.o_dtype = spec_.o_dtype;
-  p.o_head_stride = spec_.o_head_stride;
-  p.o_token_stride = int64_t{h} * spec_.o_head_stride;
-  p.o_lat = presented_o() ? static_cast<void*>(o_store_.data()) : o_lat_.data();
-  p.lse = lse_.data();
+  // q, kv indexing, k_extend, outputs and max_total_q: as the spec presents them.
+  presenter_.present(p, {q_, k_extend_, pool_.dtype(), &metadata_, real_bs_});
   return p;
-}
-
-void VerifyBatch::poison_outputs() {
-  const int32_t h = spec_.num_heads;
-  const int64_t t_end = total_tokens();
-  const int64_t rows = row_capacity();
-  std::fill(o_lat_.begin(), o_lat_.end(), bf16{kBf16Poison});
-  std::fill(lse_.begin(), lse_.end(), std::numeric_limits<float>::quiet_NaN());
-  for (int64_t i = t_end * h; i < rows * h; ++i) {
-    lse_[static_cast<size_t>(i)] = std::bit_cast<float>(kF32Guard);
-  }
-  if (!presented_o()) {
-    for (int64_t i = t_end * h * kLatentDim; i < rows * h * kLatentDim; ++i) {
-      o_lat_[static_cast<size_t>(i)] = bf16{kBf16Guard};
-    }
-    return;
-  }
-  const DType dt = spec_.o_dtype;
-  const int64_t hs = spec_.o_head_stride;
-  fill_pattern(o_store_.data(), dt, 0, rows * h * hs, true);
-  for (int64_t t = 0; t < t_end; ++t) {
-    for (int32_t hh = 0; hh < h; ++hh) fill_pattern(o_store_.data(), dt, (t * h + hh) * hs, kLatentDim, false);
-  }
-}
-
-VerifyBatch::StrayWrites VerifyBatch::stray_writes() const {
-  StrayWrites out;
-  const int32_t h = spec_.num_heads;
-  const int64_t t_end = total_tokens();
-  const int64_t rows = row_capacity();
-  auto note = [&](std::string where) {
-    if (out.count++ == 0) out.first = std::move(where);
-  };
-  for (int64_t t = t_end; t < rows; ++t) {
-    for (int32_t hh = 0; hh < h; ++hh) {
-      if (std::bit_cast<uint32_t>(lse_[static_cast<size_t>(t * h + hh)]) != kF32Guard) {
-        note("lse row " + str(t) + " head " + str(hh) + " (past T = " + str(t_end) + ")");
-      }
-    }
-  }
-  if (!presented_o()) {
-    for (int64_t i = t_end * h * kLatentDim; i < rows * h * kLatentDim; ++i) {
-      if (o_lat_[static_cast<size_t>(i)].bits != kBf16Guard) {
-        note("o_lat row " + str(i / (h * kLatentDim)) + " (past T = " + str(t_end) + ")");
-      }
-    }
-    return out;
-  }
-  const int64_t hs = spec_.o_head_stride;
-  for (int64_t t = 0; t < rows; ++t) {
-    for (int32_t hh = 0; hh < h; ++hh) {
-      const int64_t from = t < t_end ? kLatentDim : 0;  // rows past T: every element
-      for (int64_t k = from; k < hs; ++k) {
-        if (!holds_guard(o_store_.data(), spec_.o_dtype, (t * h + hh) * hs + k)) {
-          note("o_lat row " + str(t) + " head " + str(hh) + " element " + str(k) +
-               (t < t_end ? " (a head-stride gap)" : " (past T)"));
-        }
-      }
-    }
-  }
-  return out;
 }
 
 void VerifyBatch::check_request(int32_t i) const {
@@ -618,30 +407,6 @@ std::vector<int64_t> VerifyBatch::draft_slots(int32_t i) const {
   const auto p = static_cast<std::ptrdiff_t>(prefix_lens_[static_cast<size_t>(i)]);
   const auto d = static_cast<std::ptrdiff_t>(trees_[static_cast<size_t>(i)].size());
   return std::vector<int64_t>(row.begin() + p, row.begin() + p + d);
-}
-
-float VerifyBatch::o_lat_value(int64_t t, int32_t h, int32_t k) const {
-  if (t < 0 || t >= total_tokens()) throw InvalidInput("t", t, "token outside [0, T)");
-  if (h < 0 || h >= spec_.num_heads) throw InvalidInput("h", h, "head outside [0, H)");
-  if (k < 0 || k >= kLatentDim) throw InvalidInput("k", k, "column outside [0, 512)");
-  if (presented_o()) {
-    const int64_t at = (t * spec_.num_heads + h) * spec_.o_head_stride + k;
-    if (spec_.o_dtype == DType::BF16) {
-      bf16 x;
-      std::memcpy(&x, o_store_.data() + at * 2, 2);
-      return bf16_to_float(x);
-    }
-    float x;
-    std::memcpy(&x, o_store_.data() + at * 4, 4);
-    return x;
-  }
-  return bf16_to_float(o_lat_[static_cast<size_t>((t * spec_.num_heads + h) * kLatentDim + k)]);
-}
-
-float VerifyBatch::lse_value(int64_t t, int32_t h) const {
-  if (t < 0 || t >= total_tokens()) throw InvalidInput("t", t, "token outside [0, T)");
-  if (h < 0 || h >= spec_.num_heads) throw InvalidInput("h", h, "head outside [0, H)");
-  return lse_[static_cast<size_t>(t * spec_.num_heads + h)];
 }
 
 }  // namespace mlaverify::model

@@ -14,6 +14,7 @@
 #include "model/kv_pool.h"
 #include "model/mask.h"
 #include "model/metadata.h"
+#include "model/present.h"
 #include "model/req_to_token.h"
 #include "model/tree.h"
 
@@ -62,6 +63,19 @@ struct BatchSpec {
   int64_t k_extend_stride = kRowDim;    // >= 576: NaN padding after each k_extend row
   KvIndexing kv_indexing = KvIndexing::TokenI64;  // PageTable uses page_size (slots page-aligned)
   int32_t tail_rows = 0;  // rows past T in q, k_extend, o and lse (max_total_q = T + tail_rows)
+
+  // The fields above (and page_size, the page of a page table) as the Presenter takes them.
+  Presentation presentation() const {
+    return {.q_dtype = q_dtype,
+            .q_rope_first = q_rope_first,
+            .q_head_stride = q_head_stride,
+            .o_dtype = o_dtype,
+            .o_head_stride = o_head_stride,
+            .k_extend_stride = k_extend_stride,
+            .kv_indexing = kv_indexing,
+            .page_size = page_size,
+            .tail_rows = tail_rows};
+  }
 };
 
 // Owns the buffers of one launch. Logical data depend only on (trees, prefix lengths, num_heads,
@@ -80,14 +94,14 @@ class VerifyBatch {
 
   // o_lat := NaN and lse := NaN, so rows a backend fails to write are visible; the elements no
   // backend may write (head-stride gaps, tail rows) get a signalling pattern instead.
-  void poison_outputs();
+  void poison_outputs() { presenter_.poison_outputs(); }
   // Elements of the output buffers a backend wrote but must not have (stride gaps, rows past T:
   // backend.h's rules), counted against the pattern poison_outputs left; the first one's place.
-  struct StrayWrites {
-    int64_t count = 0;
-    std::string first;  // "o_lat row 7 head 2 element 515" / "lse row 9 (past T)"
-  };
-  StrayWrites stray_writes() const;
+  using StrayWrites = model::StrayWrites;
+  StrayWrites stray_writes() const { return presenter_.stray_writes(); }
+  // The presented inputs and the outputs params() hands out (model/present.h).
+  Presenter& presenter() { return presenter_; }
+  const Presenter& presenter() const { return presenter_; }
 
   const BatchSpec& spec() const { return spec_; }
   int32_t real_batch_size() const { return real_bs_; }
@@ -112,8 +126,10 @@ class VerifyBatch {
   Indptr<int64_t> mask_indptr() const { return {mask_.indptr, mask_.indptr_convention}; }
 
   // Value a backend writes, read back: o_lat[t, h, k] as float, lse[t, h].
-  float o_lat_value(int64_t t, int32_t h, int32_t k) const;
-  float lse_value(int64_t t, int32_t h) const;
+  float o_lat_value(int64_t t, int32_t h, int32_t k) const {
+    return presenter_.o_lat_value(t, h, k);
+  }
+  float lse_value(int64_t t, int32_t h) const { return presenter_.lse_value(t, h); }
 
   // Mutable buffers, for mutants and properties that rewrite them on purpose.
   ReqToToken& req_to_token() { return req_to_token_; }
@@ -122,8 +138,8 @@ class VerifyBatch {
   EncodedMask& mask() { return mask_; }
   std::vector<bf16>& q() { return q_; }                     // [T, H, 576]
   std::vector<std::byte>& k_extend() { return k_extend_; }  // [T, 576] of kv_dtype, raw
-  std::vector<bf16>& o_lat() { return o_lat_; }             // [T, H, 512]
-  std::vector<float>& lse() { return lse_; }                // [T, H]
+  std::vector<bf16>& o_lat() { return presenter_.o_lat(); }  // [T + tail, H, 512]
+  std::vector<float>& lse() { return presenter_.lse(); }     // [T + tail, H]
   const ReqToToken& req_to_token() const { return req_to_token_; }
   const KvPool& pool() const { return pool_; }
   const VerifyMetadata& metadata() const { return metadata_; }
@@ -147,18 +163,7 @@ class VerifyBatch {
   EncodedMask mask_;
   std::vector<bf16> q_;              // [T, H, 576] latent-first
   std::vector<std::byte> k_extend_;  // [T, 576] latent-first, kv_dtype
-  std::vector<bf16> o_lat_;          // [T + tail, H, 512]
-  std::vector<float> lse_;           // [T + tail, H]
-  // The presented forms params() builds when the spec asks for them (empty otherwise).
-  std::vector<std::byte> q_store_;         // [T + tail, H, q_head_stride] of q_dtype
-  std::vector<std::byte> k_extend_store_;  // [T + tail, k_extend_stride] of kv_dtype
-  std::vector<std::byte> o_store_;         // [T + tail, H, o_head_stride] of o_dtype
-  std::vector<int32_t> kv_indices_i32_;    // TokenI32
-  std::vector<int32_t> block_table_;       // PageTable [bs, block_table_stride_]
-  int32_t block_table_stride_ = 0;
-  bool presented_o() const {
-    return spec_.o_dtype != DType::BF16 || spec_.o_head_stride != kLatentDim;
-  }
+  Presenter presenter_;  // presented copies of q, k_extend and kv ids; o_lat and lse [T + tail]
 };
 
 }  // namespace mlaverify::model

@@ -98,22 +98,26 @@ CaseCost estimate_cost(const Case& c) {
 }
 
 RunOutput run_backend(Backend& backend, model::VerifyBatch& batch) {
-  batch.poison_outputs();
-  VerifyParams p = batch.params();
+  const VerifyParams p = batch.params();
+  return run_presented(backend, p, batch.presenter());
+}
+
+RunOutput run_presented(Backend& backend, const VerifyParams& p, model::Presenter& outputs) {
+  outputs.poison_outputs();
   backend.run(p);
   RunOutput out;
-  out.tokens = batch.total_tokens();
-  out.heads = p.num_heads;
+  out.tokens = outputs.tokens();
+  out.heads = outputs.heads();
   out.o.resize(static_cast<size_t>(out.tokens) * out.heads * kLatentDim);  // [T, H, 512]
   size_t k = 0;
   for (int64_t t = 0; t < out.tokens; ++t) {
     for (int32_t h = 0; h < out.heads; ++h) {
-      for (int32_t c = 0; c < kLatentDim; ++c) out.o[k++] = batch.o_lat_value(t, h, c);
+      for (int32_t c = 0; c < kLatentDim; ++c) out.o[k++] = outputs.o_lat_value(t, h, c);
     }
   }
-  out.lse.assign(batch.lse().begin(),
-                 batch.lse().begin() + static_cast<std::ptrdiff_t>(out.tokens * out.heads));
-  const model::VerifyBatch::StrayWrites stray = batch.stray_writes();
+  out.lse.assign(outputs.lse().begin(),
+                 outputs.lse().begin() + static_cast<std::ptrdiff_t>(out.tokens * out.heads));
+  const model::StrayWrites stray = outputs.stray_writes();
   out.stray_writes = stray.count;
   out.first_stray = stray.first;
   return out;

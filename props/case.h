@@ -55,6 +55,10 @@ CaseCost estimate_cost(const Case& c);
 
 // Poisons the outputs, runs `backend` on batch.params(), and copies the outputs out.
 RunOutput run_backend(Backend& backend, model::VerifyBatch& batch);
+// The same for a launch built elsewhere (props/serving_case.cpp): `p` was presented by `outputs`
+// (model::Presenter::present), whose buffers are poisoned, run into and read back, stray writes
+// counted.
+RunOutput run_presented(Backend& backend, const VerifyParams& p, model::Presenter& outputs);
 
 // Moves every pool row of slot s to slot perm[s] (bit-exact, every layer of the one pool) and
 // rewrites req_to_token and kv_indices to match. perm is a permutation of [0, pool_slots) with

@@ -38,6 +38,17 @@ PropertyResult guarded_property(std::string_view name,
   }
 }
 
+// model::Presenter leaves a guard pattern where no backend may write; run_presented counts what
+// changed.
+std::optional<PropertyResult> stray_write_failure(const RunOutput& out) {
+  if (out.stray_writes == 0) return std::nullopt;
+  PropertyResult r;
+  r.ok = false;
+  r.detail = "wrote " + std::to_string(out.stray_writes) +
+             " output elements no backend may write (first: " + out.first_stray + ")";
+  return r;
+}
+
 namespace {
 
 PropertyResult guarded(std::string_view name, const std::function<PropertyResult()>& body) {
@@ -56,17 +67,6 @@ PropertyResult from_comparison(const Comparison& c, const std::string& what) {
   r.ok = c.pass;
   r.comparison = c;
   r.detail = what + ": " + c.to_string();
-  return r;
-}
-
-// backend.h's output rule: nothing written past T or into a stride gap (the builder leaves a
-// pattern there; run_backend counts what changed).
-std::optional<PropertyResult> stray(const RunOutput& out) {
-  if (out.stray_writes == 0) return std::nullopt;
-  PropertyResult r;
-  r.ok = false;
-  r.detail = "wrote " + std::to_string(out.stray_writes) +
-             " output elements no backend may write (first: " + out.first_stray + ")";
   return r;
 }
 
@@ -110,7 +110,7 @@ PropertyResult unchanged_by(Backend& backend, model::VerifyBatch& batch, const c
   RunOutput before = run_backend(backend, batch);
   rewrite();
   RunOutput after = run_backend(backend, batch);
-  if (auto s = stray(before)) return *s;
+  if (auto s = stray_write_failure(before)) return *s;
   return from_comparison(same_outputs(backend, batch, before, after), law(backend, what));
 }
 
@@ -122,7 +122,7 @@ PropertyResult check_vs_model(Backend& backend, const Case& c) {
     if (auto skip = unsupported(backend, batch)) return *skip;
     model::RefResult ref = model::reference_verify(batch.params());
     RunOutput out = run_backend(backend, batch);
-    if (auto s = stray(out)) return *s;
+    if (auto s = stray_write_failure(out)) return *s;
     return from_comparison(compare_to_model(batch, out, ref, backend.capabilities()),
                            backend.name() + " vs model");
   });

@@ -66,7 +66,9 @@ PropertyResult check_representation(Backend& backend, const Case& c);
 // The case realized through model::ServingState: fillers admitted and finished between requests
 // (holes), odd requests reach their prefix through an accepted verify round, then every request's
 // draft is allocated; the launch is run, model::compact relocates every live row, and the launch
-// (metadata rebuilt from the rewritten req_to_token) must give bit-identical outputs.
+// (metadata rebuilt from the rewritten req_to_token) must give bit-identical outputs. Both
+// launches are presented as the case says (model::Presenter, as build_batch's are), and a write
+// into a head-stride gap or a row past T fails it.
 PropertyResult check_serving_defrag(Backend& backend, const Case& c);
 
 // docs/spec.md §3 metadata invariants of the built batch (the backend is not run): qo/kv/mask
@@ -74,6 +76,10 @@ PropertyResult check_serving_defrag(Backend& backend, const Case& c);
 // and inside the pool, padded rows P = 1 at request row 0, masks decode to the case's trees,
 // positions.
 PropertyResult check_metadata(Backend& backend, const Case& c);
+
+// backend.h's output rule: a failure when the run wrote an output element no backend may write
+// (a head-stride gap, a row past T), nullopt otherwise.
+std::optional<PropertyResult> stray_write_failure(const RunOutput& out);
 
 // Runs `body` and turns what escapes into a result: Unsupported is a skip, any other exception a
 // failure naming it (a backend that rejects or crashes on a valid case is wrong).

@@ -1,7 +1,6 @@
 // The serving_defrag property: a case realized through model::ServingState (admissions among
 // churn, an accepted verify round, then the draft), run, compacted with model::compact, run again.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "mlaverify/error.h"
@@ -30,36 +29,36 @@ float value_at(uint64_t seed, uint64_t a, uint64_t b, uint64_t c, double scale) 
   return round_bf16(static_cast<float>((4.0 * u - 2.0) * scale));
 }
 
-// One launch's host buffers around a ServingState's pool (layer 0).
+// One launch's host buffers around a ServingState's pool (layer 0), presented as the case says.
 struct ServingLaunch {
   std::vector<model::DraftTree> trees;
   std::vector<int64_t> ids;          // [bs] ServingState request ids
   std::vector<int64_t> prefix_lens;  // [bs]
-  std::vector<bf16> q;               // [T, H, 576]
-  std::vector<std::byte> k_extend;   // [T, 576] of kv_dtype, latent-first
+  std::vector<bf16> q;               // [T + tail, H, 576] latent-first
+  std::vector<std::byte> k_extend;   // [T + tail, 576] of kv_dtype, latent-first
   model::VerifyMetadata metadata;
   model::EncodedMask mask;
-  std::vector<bf16> o;     // [T, H, 512]
-  std::vector<float> lse;  // [T, H]
+  model::Presenter presenter;  // the case's presentation; o_lat and lse [T + tail]
 };
 
-VerifyParams params_for(const Case& c, model::ServingState& st, ServingLaunch& L) {
+// The metadata of the state's req_to_token as it stands (compaction rewrites it).
+model::VerifyMetadata serving_metadata(const Case& c, const model::ServingState& st,
+                                       const ServingLaunch& L) {
   std::vector<int32_t> rows;  // [bs]
   for (int64_t id : L.ids) rows.push_back(static_cast<int32_t>(st.row(id)));
-  L.metadata =
-      model::build_metadata(st.req_to_token(), rows, L.prefix_lens, L.trees, c.draft_source);
-  const int64_t t_total = L.metadata.total_q();
+  return model::build_metadata(st.req_to_token(), rows, L.prefix_lens, L.trees, c.draft_source);
+}
+
+// The launch over the state's current slots, presented by L.presenter exactly as VerifyBatch
+// presents the other properties' launches.
+VerifyParams params_for(const Case& c, const model::ServingState& st, ServingLaunch& L) {
+  L.metadata = serving_metadata(c, st, L);
   VerifyParams p;
   p.batch_size = c.batch_size();
   p.num_heads = c.num_heads;
   p.max_draft = c.max_draft();
-  p.max_total_q = t_total;
   p.num_splits = c.num_splits;
   p.sm_scale = static_cast<float>(c.sm_scale);
-  p.q = L.q.data();
-  p.q_dtype = DType::BF16;
-  p.q_token_stride = int64_t{c.num_heads} * kRowDim;
-  p.q_head_stride = kRowDim;
   const model::KvPool& pool = st.layer(0);
   p.kv_pool = pool.data();
   p.kv_dtype = pool.dtype();
@@ -67,30 +66,11 @@ VerifyParams params_for(const Case& c, model::ServingState& st, ServingLaunch& L
   p.pool_slots = pool.num_slots();
   p.qo_indptr = L.metadata.qo_indptr.data();
   p.kv_indptr = L.metadata.kv_indptr.data();
-  p.kv_indices = L.metadata.kv_indices.data();
-  p.kv_indices_len = static_cast<int64_t>(L.metadata.kv_indices.size());
   p.draft_source = c.draft_source;
-  p.k_extend = c.draft_source == DraftKvSource::ExtendRows ? L.k_extend.data() : nullptr;
-  p.k_extend_stride = kRowDim;
   model::attach_mask(p, L.mask);
-  p.o_lat = L.o.data();
-  p.o_dtype = DType::BF16;
-  p.o_token_stride = int64_t{c.num_heads} * kLatentDim;
-  p.o_head_stride = kLatentDim;
-  p.lse = L.lse.data();
+  // No CUDA-graph padding here: every request is real.
+  L.presenter.present(p, {L.q, L.k_extend, pool.dtype(), &L.metadata, c.batch_size()});
   return p;
-}
-
-RunOutput run_launch(Backend& backend, const VerifyParams& p, ServingLaunch& L) {
-  std::fill(L.o.begin(), L.o.end(), bf16{0x7fc0});
-  std::fill(L.lse.begin(), L.lse.end(), std::nanf(""));
-  backend.run(p);
-  RunOutput out;
-  out.tokens = p.max_total_q;
-  out.heads = p.num_heads;
-  for (bf16 x : L.o) out.o.push_back(bf16_to_float(x));
-  out.lse = L.lse;
-  return out;
 }
 
 }  // namespace
@@ -176,15 +156,28 @@ PropertyResult check_serving_defrag(Backend& backend, const Case& c) {
     st.check_invariants();
     L.mask = model::encode_mask(c.mask_format, L.trees, L.prefix_lens, c.mask_indptr_convention,
                                 c.mask_word_bytes);
-    VerifyParams p = params_for(c, st, L);
-    const int64_t t_total = p.max_total_q;
-    L.q.resize(static_cast<size_t>(t_total) * c.num_heads * kRowDim);
+    // T and the draft rows' places (params_for rebuilds the same metadata).
+    L.metadata = serving_metadata(c, st, L);
+    // The case's presentation (q, outputs, k_extend rows, kv indexing, rows past T), read through
+    // the same mapping build_batch uses. A page table needs every request's slots page-aligned:
+    // the state's allocator runs at the case's page size (cfg.page_size above; the generator
+    // gives a page-table case a page size the backend declares), and its paged invariant, which
+    // check_invariants enforces before and after model::compact, is that column j lives at
+    // offset j % ps of the page holding block j / ps, exactly what a page table of ps-slot pages
+    // names (page size 1: the token allocator, every slot its own page). So the table always
+    // describes req_to_token; Presenter::present throws InvalidInput (a failure, not a skip)
+    // if it ever did not, since that would be a bug in the state, not the backend.
+    L.presenter =
+        model::Presenter(to_batch_spec(c).presentation(), L.metadata.total_q(), c.num_heads);
+    const int64_t rows = L.presenter.rows();
+    // Queries of rows past T are finite stale values, as VerifyBatch leaves them.
+    L.q.resize(static_cast<size_t>(rows) * c.num_heads * kRowDim);
     for (size_t k = 0; k < L.q.size(); ++k) {
       L.q[k] = float_to_bf16(value_at(c.seed, 77, k, 0, c.value_scale));
     }
     // k_extend rows hold exactly the draft slots' contents (the two draft sources agree).
     const size_t eb = static_cast<size_t>(dtype_bytes(c.kv_dtype));
-    L.k_extend.assign(static_cast<size_t>(t_total) * kRowDim * eb, std::byte{0});
+    L.k_extend.assign(static_cast<size_t>(rows) * kRowDim * eb, std::byte{0});
     for (int32_t i = 0; i < bs; ++i) {
       const auto draft = st.draft_slots(L.ids[static_cast<size_t>(i)]);
       for (size_t t = 0; t < draft.size(); ++t) {
@@ -203,17 +196,18 @@ PropertyResult check_serving_defrag(Backend& backend, const Case& c) {
         }
       }
     }
-    L.o.resize(static_cast<size_t>(t_total) * c.num_heads * kLatentDim);
-    L.lse.resize(static_cast<size_t>(t_total) * c.num_heads);
-    p = params_for(c, st, L);
+    VerifyParams p = params_for(c, st, L);
     if (Support s = backend.can_implement(p); !s) {
       return PropertyResult{true, true, "", "unsupported: " + s.reason, {}};
     }
-    RunOutput before = run_launch(backend, p, L);
+    RunOutput before = run_presented(backend, p, L.presenter);
+    if (auto s = stray_write_failure(before)) return *s;
     model::compact(st);
     st.check_invariants();
-    p = params_for(c, st, L);  // req_to_token was rewritten: fresh kv_indices
-    RunOutput after = run_launch(backend, p, L);
+    p = params_for(c, st, L);  // req_to_token was rewritten: fresh kv_indices or page table
+    RunOutput after = run_presented(backend, p, L.presenter);
+    if (auto s = stray_write_failure(after)) return *s;
+    // RunOutput holds rows t < T only, head-stride gaps left out: the comparison sees real rows.
     std::vector<std::pair<int32_t, RequestView>> views;
     for (int32_t i = 0; i < bs; ++i) {
       views.emplace_back(i, RequestView{L.metadata.qo_indptr[static_cast<size_t>(i)],

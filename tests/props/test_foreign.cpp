@@ -12,6 +12,7 @@
 #include "cpu/cpu_backend.h"
 #include "mlaverify/bf16.h"
 #include "mlaverify/error.h"
+#include "model/validate.h"
 #include "props/campaign.h"
 
 namespace mlaverify::props {
@@ -177,25 +178,28 @@ TEST(Foreign, DeterminismIsDeclared) {
   }
 }
 
+// A kernel that writes where no backend may (backend.h): it zeroes the head-stride gap after
+// the last real token's last head (a 576-wide store of a 512-wide row) and, when the buffer has
+// room, the first element of the row past T.
+class Overrun final : public Adapter {
+ public:
+  Overrun() : Adapter(Capabilities{}) {}
+  void after(const VerifyParams& p) override {
+    const int64_t t_end = p.qo_indptr[p.batch_size];
+    const int64_t last = (t_end - 1) * p.o_token_stride + (p.num_heads - 1) * p.o_head_stride;
+    const int eb = dtype_bytes(p.o_dtype);
+    std::memset(static_cast<std::byte*>(p.o_lat) + (last + kLatentDim) * eb, 0,
+                static_cast<size_t>(p.o_head_stride - kLatentDim) * eb);
+    if (t_end < p.max_total_q) {
+      std::memset(static_cast<std::byte*>(p.o_lat) + t_end * p.o_token_stride * eb, 0, eb);
+    }
+  }
+};
+
 // The output rule (backend.h): nothing past T and nothing in a head-stride gap. A kernel that
 // writes its last row one row too far, or zero-fills whole padded rows, is caught by vs_model.
 TEST(Foreign, WritesPastTheOutputAreCaught) {
-  class Overrun final : public Adapter {
-   public:
-    Overrun() : Adapter(Capabilities{}) {}
-    void after(const VerifyParams& p) override {
-      const int64_t t_end = p.qo_indptr[p.batch_size];
-      // Zero the head-stride gap after the last real token's last head (a 576-wide store of a
-      // 512-wide row) and, when the buffer has room, the first element of the row past T.
-      const int64_t last = (t_end - 1) * p.o_token_stride + (p.num_heads - 1) * p.o_head_stride;
-      const int eb = dtype_bytes(p.o_dtype);
-      std::memset(static_cast<std::byte*>(p.o_lat) + (last + kLatentDim) * eb, 0,
-                  static_cast<size_t>(p.o_head_stride - kLatentDim) * eb);
-      if (t_end < p.max_total_q) {
-        std::memset(static_cast<std::byte*>(p.o_lat) + t_end * p.o_token_stride * eb, 0, eb);
-      }
-    }
-  } overrun;
+  Overrun overrun;
   CampaignOptions o;
   o.seed = seed_from_env(20261201);
   o.cases = 30;
@@ -250,6 +254,84 @@ TEST(Foreign, OneSourceDraftCheckCatchesContiguousDraftAssumption) {
   EXPECT_NE(r.failures[0].detail.find("moving the draft slots"), std::string::npos)
       << r.failures[0].detail;
   EXPECT_GT(r.failures[0].shrunk.spec.requests[0].prefix_len, 0);
+}
+
+// serving_defrag presents its launches as the case says (q dtype and layout, o dtype and head
+// stride, k_extend rows, kv indexing, rows past T), as every other property does. Before, it
+// always handed over bf16 dense q and o, int64 ids and no rows past T, so a kernel declaring only
+// other presentations had the property skipped on every case, and a kernel wrong under another
+// presentation passed it. These three tests fail on that version (props/serving_case.cpp before
+// model::Presenter): the first skips all 20 cases, the other two find nothing.
+TEST(Foreign, ServingDefragRunsUnderTheDeclaredPresentation) {
+  Capabilities caps;
+  caps.kv_indexings = bit(KvIndexing::TokenI32);
+  caps.q_dtypes = bit(DType::F32);
+  caps.o_dtypes = bit(DType::F32);
+  Adapter narrow(caps);
+  CampaignOptions o;
+  o.seed = seed_from_env(20261201);
+  o.cases = 20;
+  o.properties = {"serving_defrag"};
+  const FuzzReport r = run_campaign(narrow, o);
+  EXPECT_TRUE(r.ok()) << r.to_string();
+  ASSERT_EQ(r.stats.size(), 1u);
+  EXPECT_EQ(r.stats[0].passed, r.cases_run) << r.stats[0].skip_reason;
+}
+
+// A page-table kernel that assumes each request's pages are consecutive: it reads the first page
+// of the row and walks on from there. True of a fresh or a compacted allocation, false among a
+// server's churn, so serving_defrag sees the outputs change when model::compact makes the
+// assumption true. Under int64 or int32 ids it is correct.
+TEST(Foreign, ServingDefragCatchesPagesAssumedConsecutive) {
+  class AssumesConsecutivePages final : public Adapter {
+   public:
+    AssumesConsecutivePages() : Adapter(Capabilities{}) {}
+    void compute(const VerifyParams& given) override {
+      if (given.kv_indexing != KvIndexing::PageTable) return Adapter::compute(given);
+      VerifyParams p = model::with_token_indices(given, indptr_, indices_);
+      for (int32_t i = 0; i < p.batch_size; ++i) {
+        const int64_t begin = indptr_[static_cast<size_t>(i)];
+        const int64_t len = indptr_[static_cast<size_t>(i) + 1] - begin;
+        if (len == 0) continue;
+        const int64_t first =
+            int64_t{given.block_table[int64_t{i} * given.block_table_stride]} * given.page_size;
+        for (int64_t k = 0; k < len; ++k) {
+          const int64_t guess = first + k;  // the bug
+          if (guess < p.pool_slots) indices_[static_cast<size_t>(begin + k)] = guess;
+        }
+      }
+      Adapter::compute(p);
+    }
+
+   private:
+    std::vector<int32_t> indptr_;
+    std::vector<int64_t> indices_;
+  } buggy;
+  CampaignOptions o;
+  o.seed = seed_from_env(20261201);
+  o.cases = 100;
+  o.properties = {"serving_defrag"};
+  const FuzzReport r = run_campaign(buggy, o);
+  ASSERT_EQ(r.failures.size(), 1u) << r.to_string();
+  EXPECT_NE(r.failures[0].detail.find("before vs after model::compact"), std::string::npos)
+      << r.failures[0].detail;
+  EXPECT_EQ(r.failures[0].shrunk.spec.kv_indexing, KvIndexing::PageTable);
+}
+
+// The stray-write rule holds in serving_defrag too: its outputs carry the case's head-stride gaps
+// and rows past T, guarded.
+TEST(Foreign, ServingDefragCatchesWritesPastTheOutput) {
+  Overrun overrun;
+  CampaignOptions o;
+  o.seed = seed_from_env(20261201);
+  o.cases = 30;
+  o.properties = {"serving_defrag"};
+  const FuzzReport r = run_campaign(overrun, o);
+  ASSERT_EQ(r.failures.size(), 1u) << r.to_string();
+  EXPECT_NE(r.failures[0].detail.find("no backend may write"), std::string::npos)
+      << r.failures[0].detail;
+  const Case& s = r.failures[0].shrunk.spec;
+  EXPECT_TRUE(s.tail_rows > 0 || s.o_head_stride > kLatentDim) << scenarios::summary(s);
 }
 
 }  // namespace
