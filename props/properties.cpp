@@ -140,6 +140,8 @@ PropertyResult check_split_invariance(Backend& backend, const Case& c) {
     if (auto skip = unsupported(backend, b)) return *skip;
     RunOutput oa = run_backend(backend, a);
     RunOutput ob = run_backend(backend, b);
+    if (auto s = stray_write_failure(oa)) return *s;
+    if (auto s = stray_write_failure(ob)) return *s;
     return from_comparison(compare_runs_within(a, ob, oa, backend.capabilities()),
                            "num_splits " + std::to_string(many.num_splits) + " vs 1");
   });
@@ -196,6 +198,7 @@ PropertyResult check_chain_causal(Backend& backend, const Case& c) {
       }
     }
     RunOutput out = run_backend(backend, batch);
+    if (auto s = stray_write_failure(out)) return *s;
     return from_comparison(compare_to_model(batch, out, ref, backend.capabilities()),
                            "chain vs causal reference");
   });
@@ -217,6 +220,8 @@ PropertyResult check_draft_source(Backend& backend, const Case& c) {
       if (auto skip = unsupported(backend, b)) return *skip;
       RunOutput oa = run_backend(backend, a);
       RunOutput ob = run_backend(backend, b);
+      if (auto s = stray_write_failure(oa)) return *s;
+      if (auto s = stray_write_failure(ob)) return *s;
       return from_comparison(same_outputs(backend, a, oa, ob),
                              law(backend, "extend rows vs cache slots"));
     }
@@ -292,6 +297,7 @@ PropertyResult check_batch_independence(Backend& backend, const Case& c) {
     model::VerifyBatch base = build_batch(c);
     if (auto skip = unsupported(backend, base)) return *skip;
     RunOutput base_out = run_backend(backend, base);
+    if (auto s = stray_write_failure(base_out)) return *s;
     const int32_t bs = base.batch_size();
     // Targets: every row when few, else the first, the last real, one padded row and a middle
     // one, so the cost stays a few runs per case.
@@ -348,6 +354,7 @@ PropertyResult check_batch_independence(Backend& backend, const Case& c) {
         }
       }
       RunOutput out = run_backend(backend, b);
+      if (auto s = stray_write_failure(out)) return *s;
       Comparison cmp = same_outputs(backend, b, base_out, out, {target});
       if (!cmp.pass) {
         return from_comparison(
@@ -448,6 +455,8 @@ PropertyResult check_representation(Backend& backend, const Case& c) {
     if (auto skip = unsupported(backend, b)) return *skip;
     RunOutput oa = run_backend(backend, a);
     RunOutput ob = run_backend(backend, b);
+    if (auto s = stray_write_failure(oa)) return *s;
+    if (auto s = stray_write_failure(ob)) return *s;
     return from_comparison(same_outputs(backend, a, oa, ob),
                            law(backend, "representation " + scenarios::summary(alt) + " vs the case's"));
   });

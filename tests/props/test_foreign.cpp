@@ -213,6 +213,25 @@ TEST(Foreign, WritesPastTheOutputAreCaught) {
   EXPECT_TRUE(s.tail_rows > 0 || s.o_head_stride > kLatentDim) << scenarios::summary(s);
 }
 
+// The output rule holds in every property that runs the backend, not only vs_model: each finds the
+// Overrun kernel by its stray writes (before, split_invariance, chain_causal, draft_source's
+// two-source form, batch_independence and representation compared its runs without looking).
+TEST(Foreign, EveryPropertyThatRunsTheBackendCatchesStrayWrites) {
+  for (const char* property : {"vs_model", "split_invariance", "chain_causal", "draft_source",
+                               "slot_permutation", "defrag", "serving_defrag",
+                               "batch_independence", "representation"}) {
+    Overrun overrun;
+    CampaignOptions o;
+    o.seed = seed_from_env(20261201);
+    o.cases = 30;
+    o.properties = {property};
+    const FuzzReport r = run_campaign(overrun, o);
+    ASSERT_EQ(r.failures.size(), 1u) << property << "\n" << r.to_string();
+    EXPECT_NE(r.failures[0].detail.find("no backend may write"), std::string::npos)
+        << property << ": " << r.failures[0].detail;
+  }
+}
+
 // The one-source form of draft_source is proven by the bug it exists for: a cache-slots kernel
 // that assumes each request's draft slots follow its last prefix slot (true of a fresh
 // contiguous allocation, false once slots move) passes vs_model on contiguous batches, and
