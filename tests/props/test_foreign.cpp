@@ -197,26 +197,11 @@ class Overrun final : public Adapter {
 };
 
 // The output rule (backend.h): nothing past T and nothing in a head-stride gap. A kernel that
-// writes its last row one row too far, or zero-fills whole padded rows, is caught by vs_model.
+// writes its last row one row too far, or zero-fills whole padded rows, is caught by every
+// property that runs the backend (before f3f8479 split_invariance, chain_causal, draft_source's
+// two-source form, batch_independence and representation compared their runs without looking),
+// and each shrinks it to a case that still has somewhere to overrun into.
 TEST(Foreign, WritesPastTheOutputAreCaught) {
-  Overrun overrun;
-  CampaignOptions o;
-  o.seed = seed_from_env(20261201);
-  o.cases = 30;
-  o.properties = {"vs_model"};
-  const FuzzReport r = run_campaign(overrun, o);
-  ASSERT_EQ(r.failures.size(), 1u) << r.to_string();
-  EXPECT_NE(r.failures[0].detail.find("no backend may write"), std::string::npos)
-      << r.failures[0].detail;
-  // Shrunk to a case that still has somewhere to overrun into.
-  const Case& s = r.failures[0].shrunk.spec;
-  EXPECT_TRUE(s.tail_rows > 0 || s.o_head_stride > kLatentDim) << scenarios::summary(s);
-}
-
-// The output rule holds in every property that runs the backend, not only vs_model: each finds the
-// Overrun kernel by its stray writes (before, split_invariance, chain_causal, draft_source's
-// two-source form, batch_independence and representation compared its runs without looking).
-TEST(Foreign, EveryPropertyThatRunsTheBackendCatchesStrayWrites) {
   for (const char* property : {"vs_model", "split_invariance", "chain_causal", "draft_source",
                                "slot_permutation", "defrag", "serving_defrag",
                                "batch_independence", "representation"}) {
@@ -229,6 +214,9 @@ TEST(Foreign, EveryPropertyThatRunsTheBackendCatchesStrayWrites) {
     ASSERT_EQ(r.failures.size(), 1u) << property << "\n" << r.to_string();
     EXPECT_NE(r.failures[0].detail.find("no backend may write"), std::string::npos)
         << property << ": " << r.failures[0].detail;
+    const Case& s = r.failures[0].shrunk.spec;
+    EXPECT_TRUE(s.tail_rows > 0 || s.o_head_stride > kLatentDim)
+        << property << ": " << scenarios::summary(s);
   }
 }
 
@@ -335,22 +323,6 @@ TEST(Foreign, ServingDefragCatchesPagesAssumedConsecutive) {
   EXPECT_NE(r.failures[0].detail.find("before vs after model::compact"), std::string::npos)
       << r.failures[0].detail;
   EXPECT_EQ(r.failures[0].shrunk.spec.kv_indexing, KvIndexing::PageTable);
-}
-
-// The stray-write rule holds in serving_defrag too: its outputs carry the case's head-stride gaps
-// and rows past T, guarded.
-TEST(Foreign, ServingDefragCatchesWritesPastTheOutput) {
-  Overrun overrun;
-  CampaignOptions o;
-  o.seed = seed_from_env(20261201);
-  o.cases = 30;
-  o.properties = {"serving_defrag"};
-  const FuzzReport r = run_campaign(overrun, o);
-  ASSERT_EQ(r.failures.size(), 1u) << r.to_string();
-  EXPECT_NE(r.failures[0].detail.find("no backend may write"), std::string::npos)
-      << r.failures[0].detail;
-  const Case& s = r.failures[0].shrunk.spec;
-  EXPECT_TRUE(s.tail_rows > 0 || s.o_head_stride > kLatentDim) << scenarios::summary(s);
 }
 
 }  // namespace
