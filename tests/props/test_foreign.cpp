@@ -199,8 +199,7 @@ class Overrun final : public Adapter {
 // The output rule (backend.h): nothing past T and nothing in a head-stride gap. A kernel that
 // writes its last row one row too far, or zero-fills whole padded rows, is caught by every
 // property that runs the backend (before f3f8479 split_invariance, chain_causal, draft_source's
-// two-source form, batch_independence and representation compared their runs without looking),
-// and each shrinks it to a case that still has somewhere to overrun into.
+// two-source form, batch_independence and representation compared their runs without looking).
 TEST(Foreign, WritesPastTheOutputAreCaught) {
   for (const char* property : {"vs_model", "split_invariance", "chain_causal", "draft_source",
                                "slot_permutation", "defrag", "serving_defrag",
@@ -214,9 +213,13 @@ TEST(Foreign, WritesPastTheOutputAreCaught) {
     ASSERT_EQ(r.failures.size(), 1u) << property << "\n" << r.to_string();
     EXPECT_NE(r.failures[0].detail.find("no backend may write"), std::string::npos)
         << property << ": " << r.failures[0].detail;
+    // The shrunk case keeps somewhere to overrun into, except for representation, whose second
+    // run presents the case differently (the gap or tail can be in that presentation alone).
     const Case& s = r.failures[0].shrunk.spec;
-    EXPECT_TRUE(s.tail_rows > 0 || s.o_head_stride > kLatentDim)
-        << property << ": " << scenarios::summary(s);
+    if (std::string(property) != "representation") {
+      EXPECT_TRUE(s.tail_rows > 0 || s.o_head_stride > kLatentDim)
+          << property << ": " << scenarios::summary(s);
+    }
   }
 }
 
