@@ -359,10 +359,7 @@ VerifyParams VerifyBatch::params() {
   p.plan_blocks = spec_.plan_blocks;
   p.sm_scale = static_cast<float>(spec_.sm_scale);
 
-  p.kv_pool = pool_.data();
-  p.kv_dtype = pool_.dtype();
-  p.kv_layout = pool_.layout();
-  p.pool_slots = pool_.num_slots();
+  pool_.attach(p);
 
   p.qo_indptr = metadata_.qo_indptr.data();
   p.kv_indptr = metadata_.kv_indptr.data();

@@ -10,6 +10,7 @@
 
 #include "mlaverify/bf16.h"
 #include "mlaverify/types.h"
+#include "mlaverify/verify_params.h"
 
 namespace mlaverify::model {
 
@@ -27,6 +28,13 @@ class KvPool {
   static KvLayout split_regions(int64_t num_slots);
 
   int64_t num_slots() const { return num_slots_; }  // size + page_size
+  // Points a launch at this pool: kv_pool, kv_dtype, kv_layout and pool_slots.
+  void attach(VerifyParams& p) const {
+    p.kv_pool = data();
+    p.kv_dtype = dtype();
+    p.kv_layout = layout();
+    p.pool_slots = num_slots();
+  }
   int64_t page_size() const { return page_size_; }
   DType dtype() const { return dtype_; }
   const KvLayout& layout() const { return layout_; }

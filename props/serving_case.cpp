@@ -60,10 +60,7 @@ VerifyParams params_for(const Case& c, const model::ServingState& st, ServingLau
   p.num_splits = c.num_splits;
   p.sm_scale = static_cast<float>(c.sm_scale);
   const model::KvPool& pool = st.layer(0);
-  p.kv_pool = pool.data();
-  p.kv_dtype = pool.dtype();
-  p.kv_layout = pool.layout();
-  p.pool_slots = pool.num_slots();
+  pool.attach(p);
   p.qo_indptr = L.metadata.qo_indptr.data();
   p.kv_indptr = L.metadata.kv_indptr.data();
   p.draft_source = c.draft_source;

@@ -615,11 +615,7 @@ SimResult simulate(const SimConfig& cfg, Backend& backend,
         p.q_dtype = DType::BF16;
         p.q_token_stride = int64_t{heads} * kRowDim;
         p.q_head_stride = kRowDim;
-        const model::KvPool& pool = st.layer(0);
-        p.kv_pool = pool.data();
-        p.kv_dtype = pool.dtype();
-        p.kv_layout = pool.layout();
-        p.pool_slots = pool.num_slots();
+        st.layer(0).attach(p);
         p.qo_indptr = md.qo_indptr.data();
         p.kv_indptr = md.kv_indptr.data();
         p.kv_indices = md.kv_indices.data();

@@ -282,11 +282,7 @@ RefResult verify_all(const ServingState& s, const std::map<int64_t, DraftTree>& 
   p.q = q.data();
   p.q_token_stride = static_cast<int64_t>(heads) * kRowDim;
   p.q_head_stride = kRowDim;
-  const KvPool& pool = s.layer(0);
-  p.kv_pool = pool.data();
-  p.kv_dtype = pool.dtype();
-  p.kv_layout = pool.layout();
-  p.pool_slots = pool.num_slots();
+  s.layer(0).attach(p);
   p.qo_indptr = md.qo_indptr.data();
   p.kv_indptr = md.kv_indptr.data();
   p.kv_indices = md.kv_indices.data();
