@@ -57,16 +57,14 @@ void launch_plan(const PartialArgs& args, CUstream_st* stream);
 // (l1_ahead 0) or L1-staged (l1_ahead chunks prefetched into L1); stages2_supported says which
 // are compiled. carveout_percent is the preferred shared-memory carveout
 // (cudaFuncAttributePreferredSharedMemoryCarveout; -1: the driver's default).
-// mbar: the 4-buffer ring's mbarrier handoffs (choose_mma2_mbar).
-bool stages2_supported(int ring, int l1_ahead, bool mbar = false);
-void prepare_partial_stages2(int ring, int l1_ahead, bool mbar, int carveout_percent);
+bool stages2_supported(int ring, int l1_ahead);
+void prepare_partial_stages2(int ring, int l1_ahead, int carveout_percent);
 void prepare_partial_stages6();  // defined only where CMAKE_CUDA_ARCHITECTURES holds 90
 // Enqueue the partial kernel, grid (row tiles, num_splits + 1, batch_size).
-void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int ring, int l1_ahead,
-                            bool mbar);
+void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int ring, int l1_ahead);
 // Residency: blocks of the partial kernel per SM (after its prepare_*; the wgmma and 6-stage
 // ones only where CMAKE_CUDA_ARCHITECTURES holds 90).
-int blocks_per_sm_stages2(int ring, int l1_ahead, bool mbar);
+int blocks_per_sm_stages2(int ring, int l1_ahead);
 int blocks_per_sm_stages6();
 int blocks_per_sm_wgmma();
 void launch_partial_stages6(const PartialArgs& args, CUstream_st* stream);

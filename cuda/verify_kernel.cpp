@@ -90,16 +90,6 @@ int choose_mma2_l1(const char* requested, int ring) {
   return static_cast<int>(v);
 }
 
-bool choose_mma2_mbar(const char* requested, int ring) {
-  const std::string want = requested ? requested : "";
-  if (want.empty()) return kMma2MbarDefault;
-  if (want == "bar") return false;
-  if (want == "mbar" && detail::stages2_supported(ring, 0, true)) return true;
-  throw InvalidInput("MLAV_MMA2_SYNC", -1,
-                     "\"" + want + "\" is not a handoff for ring " + std::to_string(ring) +
-                         (ring == 4 ? ": expected bar or mbar" : ": expected bar (mbar needs ring 4)"));
-}
-
 int choose_carveout(const char* requested, int block_smem, int max_smem_per_sm) {
   const std::string want = requested ? requested : "";
   if (!want.empty()) {
@@ -131,8 +121,7 @@ int partial_blocks_per_sm(const char* requested) {
   if (v == KernelVariant::Mma6) return detail::blocks_per_sm_stages6();
 #endif
   const int ring = choose_mma2_ring(std::getenv("MLAV_MMA2_RING"));
-  return detail::blocks_per_sm_stages2(ring, choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), ring),
-                                       choose_mma2_mbar(std::getenv("MLAV_MMA2_SYNC"), ring));
+  return detail::blocks_per_sm_stages2(ring, choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), ring));
 }
 
 Support VerifyKernel::can_implement(const VerifyParams& p) {
@@ -202,11 +191,9 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
 #endif
   mma2_ring_ = kMma2RingDefault;
   mma2_l1_ = 0;
-  mma2_mbar_ = false;
   if (variant_ == KernelVariant::Mma2) {
     mma2_ring_ = choose_mma2_ring(std::getenv("MLAV_MMA2_RING"));
     mma2_l1_ = choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), mma2_ring_);
-    mma2_mbar_ = choose_mma2_mbar(std::getenv("MLAV_MMA2_SYNC"), mma2_ring_);
     int per_sm = 0;
     CUDA_CHECK(
         cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
@@ -216,7 +203,7 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
     const int carveout = mma2_l1_ > 0 || (carve && *carve)
                              ? choose_carveout(carve, sm120_smem_bytes(mma2_ring_), per_sm)
                              : -1;
-    detail::prepare_partial_stages2(mma2_ring_, mma2_l1_, mma2_mbar_, carveout);
+    detail::prepare_partial_stages2(mma2_ring_, mma2_l1_, carveout);
   }
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -272,7 +259,7 @@ void VerifyKernel::run() {
   if (variant_ == KernelVariant::Wgmma) detail::launch_partial_wgmma(args, stream_);
   if (variant_ == KernelVariant::Mma6) detail::launch_partial_stages6(args, stream_);
 #endif
-  if (variant_ == KernelVariant::Mma2) detail::launch_partial_stages2(args, stream_, mma2_ring_, mma2_l1_, mma2_mbar_);
+  if (variant_ == KernelVariant::Mma2) detail::launch_partial_stages2(args, stream_, mma2_ring_, mma2_l1_);
   if (!cluster_merge_) detail::launch_merge(args, stream_);
 }
 

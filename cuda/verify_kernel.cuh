@@ -113,35 +113,6 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// mbarriers (the wgmma kernel's handoffs and the sm_120 kernel's mbarrier ring): a phase
-// completes when `count` arrivals have happened; waits name the phase by its parity.
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-// One arrival, made once all of this thread's earlier cp.async have completed.
-__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-// Two arrivals: the thread's own and the one its copies make (barriers counted 2 x threads).
-__device__ __forceinline__ void mbar_arrive_on_copies(uint32_t bar) {
-  cp_async_arrive_noinc(bar);
-  mbar_arrive(bar);
-}
-// Waits until the phase with parity `parity` of the barrier has completed.
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
 // Shared-memory rows are 16-byte units; XOR-swizzling the unit within each group of 8 by the row's
 // low 3 bits puts the 8 rows an ldmatrix reads in 8 different bank groups (rows are 128 or
 // 1152 bytes long, both multiples of 128, so unswizzled they would all hit one bank group).
@@ -420,19 +391,8 @@ static __device__ unsigned g_mma_trace_grid[3];
 // holds Q's 512 latent columns, 64 KB); each warp loads its k_pe A fragments from global memory
 // (L1-resident after the first tile: 8 KB per block) at the start of every tile, 16 32-bit
 // loads per lane, and the 8 KB go to a fourth ring buffer. Row offsets: a 64-entry table.
-// kMbar (v19, the 4-buffer ring only): no block-wide barrier inside the loop. Each buffer has a
-// "landed" mbarrier (every thread's copies, mbar_arrive_on_copies) and an "empty" one (each warp
-// once it has read the chunk); a thread issues chunk g + 3 after its own step g, into the buffer
-// chunk g - 1 left, once every warp has read that chunk. The softmax's exchanges run inside each
-// half of the block (warps 0-3 own rows 0..31 in both layouts, warps 4-7 rows 32..63) on
-// mbarriers of 128 threads, so the two halves (which share each scheduler: warp w runs beside
-// warp w + 4) drift by up to a step instead of meeting 19 times per tile. P still lands in the
-// k_pe chunk's buffer, once every warp has read that chunk ("k_pe read", 8 warps), and the
-// buffer's "empty" arrival waits for the P fragments to be in registers.
-template <int kStages, int kCols, int kL1Ahead = 0, bool kPInRing = false, bool kMbar = false>
+template <int kStages, int kCols, int kL1Ahead = 0, bool kPInRing = false>
 __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs args) {
-  static_assert(!kMbar || (kStages == 4 && kPInRing && kL1Ahead == 0),
-                "the mbarrier ring is the 4-buffer sm_120 layout");
   static_assert(kStages >= 2, "double buffering at least");
   static_assert(!kPInRing || ((kStages == 3 || kStages == 4) && kCols == 64),
                 "P in the ring: a 64 x 64 bf16 chunk buffer, free from the k_pe step to V step 0");
@@ -485,19 +445,6 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   uint64_t* vis_s = reinterpret_cast<uint64_t*>(row_inv_l + kRows);         // [64]
   // kQRopeGlobal: element offset of each row's k_pe in p.q, -1 past the request.
   int64_t* qrope_off = reinterpret_cast<int64_t*>(vis_s + kRows);  // [64]
-  // kMbar's mbarriers (sm120_smem_bytes(4) reserves kMbarSlots of 8 bytes after the table):
-  // landed [4], empty [4], k_pe read, then per half of the block: max exchanged, P written,
-  // draft visibility written.
-  // Offsets from the start of shared memory, so each address is one add to a known base.
-  constexpr uint32_t kMbarOff = (kRows * kQRow + kStages * kChunkElems) * 2 + 6 * kRows * 4 +
-                                2 * kRows * 8;
-  static_assert(!kMbar || kMbarOff % 8 == 0, "mbarriers are 8-byte aligned");
-  const uint32_t mbar0 = smem_addr(smem_raw) + kMbarOff;
-  auto bar_landed = [&](uint32_t b) { return mbar0 + b * 8; };
-  auto bar_empty = [&](uint32_t b) { return mbar0 + 32 + b * 8; };
-  const uint32_t bar_kpe_read = mbar0 + 64;
-  auto bar_half = [&](int which, int g) { return mbar0 + 72 + (which * 2 + g) * 8; };
-  enum { kHalfMax = 0, kHalfP = 1, kHalfVis = 2 };
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -506,20 +453,6 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const int half = warp & 1;
   const int rp = warp >> 2;      // PV row pair: rows rp*32 .. rp*32+31
   const int quarter = warp & 3;  // PV column quarter of every chunk
-  const int grp = warp >> 2;     // kMbar's half of the block (== rp == rg >> 1)
-
-  if constexpr (kMbar) {
-    // Published by the barrier after the Q row table below, before any arrival.
-    if (tid == 0) {
-      for (uint32_t b = 0; b < 4; ++b) {
-        mbar_init(bar_landed(b), 2 * kThreads);  // every thread: own + copies-done arrival
-        mbar_init(bar_empty(b), kThreads / 32);  // every warp once it has read the chunk
-      }
-      mbar_init(bar_kpe_read, kThreads / 32);
-      for (int which = 0; which < 3; ++which)
-        for (int g = 0; g < 2; ++g) mbar_init(bar_half(which, g), kThreads / 2);
-    }
-  }
 
   // ---- Q tile: 64 rows x 72 units of 16 bytes, rows past the request zero-filled ----
   {
@@ -658,11 +591,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   loader_enter_tile(0);
   static_for<0, kStages - 1>([&]<int kP>() {
     issue_part.template operator()<kP>(kv_base + kP * kChunkElems * 2);
-    // kMbar: chunk 0's arrival also covers this thread's Q copies (issued before it).
-    if constexpr (kMbar)
-      mbar_arrive_on_copies(bar_landed(kP));
-    else
-      cp_async_commit();
+    cp_async_commit();
   });
   // The L1-staged variant: the first kL1Ahead chunks after those into L1 (all in tile 0).
   static_for<kStages - 1, kStages - 1 + kL1Ahead>([&]<int kP>() {
@@ -710,45 +639,11 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     return buf;
   };
 
-  // kMbar: chunk g (= kChunksPerTile * tile + part) sits in buffer g % 4 for its (g / 4)-th
-  // use, so its waits are for parity (g / 4) & 1; an empty barrier's first wait (g < 4) is for
-  // the phase before phase 0, which counts as complete. No barrier can complete a phase twice
-  // before every waiter has seen the first: a buffer's next "landed" needs its "empty", which
-  // needs every warp to have waited for the "landed" before; the half barriers are arrived at
-  // and waited for by the same 128 threads, in order.
-  // Waits for chunk g = g0 + kPart and returns its buffer.
-  auto mbar_step_wait = [&]<int kPart>(uint32_t g0) -> uint32_t {
-    const uint32_t g = g0 + kPart;
-    mbar_wait(bar_landed(g & 3), (g >> 2) & 1);
-    return kv_base + (g & 3) * kChunkElems * 2;
-  };
-  // After this warp's reads of chunk g0 + kPart (kSignal: it says so; the k_pe chunk signals
-  // "k_pe read" instead, and "empty" once P is in registers): issues chunk g0 + kPart + 3 into
-  // the buffer chunk g0 + kPart - 1 used, once every warp has read that chunk.
-  auto mbar_step_done = [&]<int kPart, bool kSignal>(int tile, uint32_t g0) {
-    const uint32_t g = g0 + kPart;
-    __syncwarp();
-    if (lane == 0) mbar_arrive(kSignal ? bar_empty(g & 3) : bar_kpe_read);
-    constexpr int ahead = kPart + kStages - 1;
-    constexpr int ahead_part = ahead % kChunksPerTile;
-    if constexpr (ahead_part == 0) loader_enter_tile(tile + ahead / kChunksPerTile);
-    const uint32_t gn = g + kStages - 1;
-    mbar_wait(bar_empty(gn & 3), ((gn >> 2) + 1) & 1);
-    issue_part.template operator()<ahead_part>(kv_base + (gn & 3) * kChunkElems * 2);
-    mbar_arrive_on_copies(bar_landed(gn & 3));
-  };
-  // kMbar: the 128 threads of half `grp` of the block meet (arrive, then wait).
-  auto half_sync = [&](int which, int tile) {
-    mbar_arrive(bar_half(which, grp));
-    mbar_wait(bar_half(which, grp), static_cast<uint32_t>(tile) & 1);
-  };
-
   MLAV_MT(const unsigned long long mt_loop = clock64(); mt_a = mt_loop;)
 #pragma unroll 1
   for (int tile = 0; tile < num_tiles; ++tile) {
     MLAV_MT(mt_a = clock64();)
     const int64_t tile_key0 = key_begin + static_cast<int64_t>(tile) * kKvTile;
-    const uint32_t g0 = static_cast<uint32_t>(tile) * kChunksPerTile;  // kMbar's chunk index
 
     // Draft visibility words for this tile, one per row: bit k = the row's node sees node
     // tile_key0 + k. Four threads per row decode 16 keys each (4 loads in flight at a time), then
@@ -766,8 +661,6 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
       bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
       if (quarter == 0) vis_s[r] = bits;
-      // Row r's word is read by the S warps of rows r & ~15, in this half of the block.
-      if constexpr (kMbar) half_sync(kHalfVis, tile);
     }
 
     // ---- S = Q K^T over 9 chunks: this warp's 16 rows x 32 keys ----
@@ -796,11 +689,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     }
 
     static_for<0, kKChunks>([&]<int kPart>() {
-      uint32_t buf;
-      if constexpr (kMbar)
-        buf = mbar_step_wait.template operator()<kPart>(g0);
-      else
-        buf = step.template operator()<kPart>(tile);
+      const uint32_t buf = step.template operator()<kPart>(tile);
       if constexpr (kPInRing && kPart == kKChunks - 1) p_buf = buf;
       constexpr bool kQFromRegs = kQRopeGlobal && kPart == kKChunks - 1;
       constexpr int ksteps = kPart == kKChunks - 1 ? kRopeDim / 16 : kCols / 16;
@@ -824,8 +713,6 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
           mma_bf16(s_acc[pair * 2 + 1], a, b2, b3);
         }
       }
-      if constexpr (kMbar)
-        mbar_step_done.template operator()<kPart, kPart != kKChunks - 1>(tile, g0);
     });
 
     MLAV_MT(const unsigned long long mt_b = clock64(); mt_s += mt_b - mt_a; mt_a = mt_b;)
@@ -863,15 +750,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       tile_max[hr] = fmaxf(tile_max[hr], __shfl_xor_sync(0xffffffffu, tile_max[hr], 2));
       if ((lane & 3) == 0) red_max[half * kRows + rg * 16 + frag_row + 8 * hr] = tile_max[hr];
     }
-    if constexpr (kMbar) {
-      half_sync(kHalfMax, tile);
-      mbar_wait(bar_kpe_read, static_cast<uint32_t>(tile) & 1);
-    } else {
-      __syncthreads();
-    }
+    __syncthreads();
     float m_new[2], scale[2], part_sum[2] = {0.f, 0.f};
-    // Every warp is past its k_pe step (the barrier above; kMbar: "k_pe read"), so P may
-    // overwrite that buffer.
+    // Every warp is past its k_pe step (the barrier above), so P may overwrite that buffer.
     __nv_bfloat16* p_tile = reinterpret_cast<__nv_bfloat16*>(smem_raw + (p_buf - smem_base));
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
@@ -906,12 +787,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       part_sum[hr] += __shfl_xor_sync(0xffffffffu, part_sum[hr], 2);
       if ((lane & 3) == 0) red_sum[half * kRows + rg * 16 + frag_row + 8 * hr] = part_sum[hr];
     }
-    // The PV warps of rows rp * 32 .. + 31 read P, the sums and the factors the S warps of the
-    // same rows wrote: the same half of the block.
-    if constexpr (kMbar)
-      half_sync(kHalfP, tile);
-    else
-      __syncthreads();
+    __syncthreads();
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const int r = rg * 16 + frag_row + 8 * hr;
@@ -944,20 +820,11 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       for (int ks = 0; ks < 4; ++ks)
         ldmatrix_x4(p_buf + p_lane_off + mt * 16 * kKvTile * 2 + (xa0 ^ (ks * 32)), pa[mt][ks][0],
                     pa[mt][ks][1], pa[mt][ks][2], pa[mt][ks][3]);
-    if constexpr (kMbar) {
-      // P is in this warp's registers: the k_pe chunk's buffer may take chunk g0 + 12.
-      __syncwarp();
-      if (lane == 0) mbar_arrive(bar_empty((g0 + kKChunks - 1) & 3));
-    }
 
     MLAV_MT(const unsigned long long mt_c = clock64(); mt_sm += mt_c - mt_a; mt_a = mt_c;)
     // ---- O += P V over 8 chunks: this warp's 16 rows x 32 of each chunk's 64 columns ----
     static_for<0, kVChunks>([&]<int kC>() {
-      uint32_t buf;
-      if constexpr (kMbar)
-        buf = mbar_step_wait.template operator()<kKChunks + kC>(g0);
-      else
-        buf = step.template operator()<kKChunks + kC>(tile);
+      const uint32_t buf = step.template operator()<kKChunks + kC>(tile);
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
@@ -971,15 +838,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
             mma_bf16(acc[kC][mt][pair * 2 + 1], pa[mt][ks], b2, b3);
           }
         }
-      if constexpr (kMbar) mbar_step_done.template operator()<kKChunks + kC, true>(tile, g0);
     });
     MLAV_MT(const unsigned long long mt_d = clock64(); mt_pv += mt_d - mt_a; mt_a = mt_d;)
-  }
-  if constexpr (kMbar) {
-    // The three chunks issued past the last tile (zero-filled): their copies and arrivals done
-    // before the block's shared memory goes away.
-    const uint32_t g_end = static_cast<uint32_t>(num_tiles) * kChunksPerTile;
-    for (uint32_t g = g_end; g < g_end + kStages - 1; ++g) mbar_wait(bar_landed(g & 3), (g >> 2) & 1);
   }
   cp_async_wait<0>();
 

@@ -45,12 +45,10 @@ static_assert(partial_smem_bytes(kStagesSm120 + 1, kColsSm120) > kSm120SmemLimit
               "a third buffer would fit");
 // The sm_120-sized kernel by ring (cuda/NOTES.md v16): 2 buffers and P, or 3 with P in the ring,
 // both partial_smem_bytes(2, 64); 4 with P in the ring holds only Q's latent columns (its k_pe
-// fragments come from global memory), a 64-entry table of Q row offsets and the mbarrier ring's
-// 16 mbarrier slots (used by MLAV_MMA2_SYNC=mbar, reserved for both).
-inline constexpr int kMbarSlots = 16;
+// fragments come from global memory) and a 64-entry table of Q row offsets.
 constexpr int sm120_smem_bytes(int ring) {
   return ring == 4 ? kRowsPerBlock * 512 * 2 + 4 * 64 * 64 * 2 + 2 * 2 * 64 * 4 + 2 * 64 * 4 +
-                         64 * 8 + 64 * 8 + kMbarSlots * 8
+                         64 * 8 + 64 * 8
                    : partial_smem_bytes(kStagesSm120, kColsSm120);
 }
 inline constexpr int kSm120MaxSmem = sm120_smem_bytes(4);
@@ -113,12 +111,6 @@ inline constexpr int kMma2RingDefault = 4;
 inline constexpr int kMma2L1Default = 0;
 int choose_mma2_ring(const char* requested);
 int choose_mma2_l1(const char* requested, int ring);
-// How the 4-buffer ring's warps hand chunks to each other (cuda/NOTES.md v19): "bar" (block
-// barriers, 19 per tile) or "mbar" (mbarriers per buffer and per half of the block, no block
-// barrier in the loop). `requested` is MLAV_MMA2_SYNC: null or "" for the default (bar); mbar
-// with another ring, or anything else, is InvalidInput naming the variable. Returns whether mbar.
-inline constexpr bool kMma2MbarDefault = false;
-bool choose_mma2_mbar(const char* requested, int ring);
 // The preferred shared-memory carveout (percent of the SM's maximum) for a kernel that uses
 // `block_smem` bytes per block, one block per SM, and wants the rest of the SM's L1/shared array
 // as L1: the smallest percentage that holds the block and the 1 KB the driver reserves per
@@ -180,8 +172,6 @@ class VerifyKernel {
   int mma2_l1() const { return mma2_l1_; }
   // The 2-stage kernel's ring: 2 buffers and P, or 3 with P in the ring (choose_mma2_ring).
   int mma2_ring() const { return mma2_ring_; }
-  // Whether that ring hands chunks over by mbarriers (choose_mma2_mbar).
-  bool mma2_mbar() const { return mma2_mbar_; }
 
  private:
   VerifyParams params_{};
@@ -192,7 +182,6 @@ class VerifyKernel {
   bool cluster_merge_ = false;
   int mma2_ring_ = 2;
   int mma2_l1_ = 0;
-  bool mma2_mbar_ = false;
   bool plan_pdl_ = true;  // MLAV_PLAN_PDL (default 1): the partial kernel as the plan's dependent
   bool initialized_ = false;
 };

@@ -59,14 +59,12 @@ template __global__ void verify_partial<2, 64, 0, false>(const PartialArgs);
 template __global__ void verify_partial<3, 64, 0, true>(const PartialArgs);
 template __global__ void verify_partial<3, 64, 2, true>(const PartialArgs);
 template __global__ void verify_partial<4, 64, 0, true>(const PartialArgs);
-template __global__ void verify_partial<4, 64, 0, true, true>(const PartialArgs);  // v19 mbar
 // The 3-buffer ring with P in it needs exactly the bytes of 2 buffers and P.
 static_assert(kPElems == Chunking<64>::kElems, "P is one 64-column chunk buffer");
 
 namespace {
 using PartialFn = void (*)(const PartialArgs);
-PartialFn sm120_kernel(int ring, int l1_ahead, bool mbar) {
-  if (mbar) return ring == 4 && l1_ahead == 0 ? verify_partial<4, 64, 0, true, true> : nullptr;
+PartialFn sm120_kernel(int ring, int l1_ahead) {
   if (ring == 2 && l1_ahead == 0) return verify_partial<2, 64, 0, false>;
   if (ring == 3 && l1_ahead == 0) return verify_partial<3, 64, 0, true>;
   if (ring == 3 && l1_ahead == 2) return verify_partial<3, 64, 2, true>;
@@ -75,25 +73,23 @@ PartialFn sm120_kernel(int ring, int l1_ahead, bool mbar) {
 }
 }  // namespace
 
-bool stages2_supported(int ring, int l1_ahead, bool mbar) {
-  return sm120_kernel(ring, l1_ahead, mbar) != nullptr;
-}
+bool stages2_supported(int ring, int l1_ahead) { return sm120_kernel(ring, l1_ahead) != nullptr; }
 
-void prepare_partial_stages2(int ring, int l1_ahead, bool mbar, int carveout_percent) {
+void prepare_partial_stages2(int ring, int l1_ahead, int carveout_percent) {
 #ifdef MLAV_MMA_TRACE
   static bool at_exit = false;
   if (!at_exit) at_exit = std::atexit(dump_mma_trace) == 0;  // the last workload's record
   dump_mma_trace();
 #endif
-  PartialFn k = sm120_kernel(ring, l1_ahead, mbar);
+  PartialFn k = sm120_kernel(ring, l1_ahead);
   CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   sm120_smem_bytes(ring)));
   CUDA_CHECK(
       cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, carveout_percent));
 }
 
-int blocks_per_sm_stages2(int ring, int l1_ahead, bool mbar) {
-  PartialFn k = sm120_kernel(ring, l1_ahead, mbar);
+int blocks_per_sm_stages2(int ring, int l1_ahead) {
+  PartialFn k = sm120_kernel(ring, l1_ahead);
   CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   sm120_smem_bytes(ring)));
   int n = 0;
@@ -101,12 +97,11 @@ int blocks_per_sm_stages2(int ring, int l1_ahead, bool mbar) {
   return n;
 }
 
-void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int ring, int l1_ahead,
-                            bool mbar) {
+void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int ring, int l1_ahead) {
   const VerifyParams& p = args.p;
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
             static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
-  CUDA_CHECK(launch_partial_kernel(sm120_kernel(ring, l1_ahead, mbar), args, grid,
+  CUDA_CHECK(launch_partial_kernel(sm120_kernel(ring, l1_ahead), args, grid,
                                    sm120_smem_bytes(ring), stream));
 }
 

@@ -352,7 +352,6 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
     g_variant += kernels[0].cluster_merge() ? "/cluster-merge" : "/merge-kernel";
   if (g_variant == "mma.sync x2" && kernels[0].mma2_ring() == 3) g_variant += "/ring3";
   if (g_variant == "mma.sync x2" && kernels[0].mma2_ring() == 4) g_variant += "/ring4";
-  if (g_variant.rfind("mma.sync x2", 0) == 0 && kernels[0].mma2_mbar()) g_variant += "/mbar";
   if (g_variant.rfind("mma.sync x2", 0) == 0 && kernels[0].mma2_l1() > 0)
     g_variant += "/L1+" + std::to_string(kernels[0].mma2_l1());
   cudaGraph_t graph;
@@ -434,10 +433,8 @@ int main(int argc, char** argv) {
   const char* l1_env = std::getenv("MLAV_MMA2_L1");
   const char* carve_env = std::getenv("MLAV_SMEM_CARVEOUT");
   const char* ring_env = std::getenv("MLAV_MMA2_RING");
-  const char* sync_env = std::getenv("MLAV_MMA2_SYNC");
-  std::printf("MLAV_MMA2_RING=%s MLAV_MMA2_SYNC=%s MLAV_MMA2_L1=%s MLAV_SMEM_CARVEOUT=%s\n",
-              ring_env ? ring_env : "(default)", sync_env ? sync_env : "(default)",
-              l1_env ? l1_env : "(default)",
+  std::printf("MLAV_MMA2_RING=%s MLAV_MMA2_L1=%s MLAV_SMEM_CARVEOUT=%s\n",
+              ring_env ? ring_env : "(default)", l1_env ? l1_env : "(default)",
               carve_env ? carve_env : "(default)");
 
   // The split plan: one wave of the partial kernel's blocks on MLAV_BENCH_SMS SMs (default: this

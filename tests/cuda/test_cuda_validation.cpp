@@ -403,11 +403,6 @@ TEST(CudaSupport, Mma2RingL1AndCarveoutChoices) {
   EXPECT_EQ(choose_mma2_l1("0", 2), 0);
   mlaverify::testing::expect_invalid([] { choose_mma2_l1("2", 4); }, "MLAV_MMA2_L1", -1);
   mlaverify::testing::expect_invalid([] { choose_mma2_l1("x", 3); }, "MLAV_MMA2_L1", -1);
-  EXPECT_EQ(choose_mma2_mbar(nullptr, 4), kMma2MbarDefault);
-  EXPECT_FALSE(choose_mma2_mbar("bar", 3));
-  EXPECT_TRUE(choose_mma2_mbar("mbar", 4));
-  mlaverify::testing::expect_invalid([] { choose_mma2_mbar("mbar", 3); }, "MLAV_MMA2_SYNC", -1);
-  mlaverify::testing::expect_invalid([] { choose_mma2_mbar("MBAR", 4); }, "MLAV_MMA2_SYNC", -1);
   // The rule: the smallest percentage of the SM's shared memory holding the block and the 1 KB
   // the driver reserves. H200 (233,472 B per SM): (100,864 + 1,024) / 233,472 = 43.6% -> 44.
   // RTX PRO 6000 (102,400 B): 99.5% -> 100.
