@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cfloat>
 #include <cstdint>
 
 #include "cuda/launch.h"
@@ -443,8 +444,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   float* row_scale = red_sum + 2 * kRows;                                   // [64]
   float* row_inv_l = row_scale + kRows;                                     // [64]
   uint64_t* vis_s = reinterpret_cast<uint64_t*>(row_inv_l + kRows);         // [64]
-  // kQRopeGlobal: element offset of each row's k_pe in p.q, -1 past the request.
-  int64_t* qrope_off = reinterpret_cast<int64_t*>(vis_s + kRows);  // [64]
+  // kQRopeGlobal: each row's k_pe in p.q; rows past the request point at the tile's first row
+  // (their scores are never stored, and a row's scores depend on its own Q row only).
+  const __nv_bfloat16** qrope_row = reinterpret_cast<const __nv_bfloat16**>(vis_s + kRows);  // [64]
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -471,10 +473,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       // Read at the start of every tile, before that tile's first chunk barrier: published
       // here (the first run of v16d read it unsynchronized in tile 0; racecheck caught it).
       if (tid < kRows) {
-        const int64_t row = row0 + tid;
-        qrope_off[tid] = row < valid_rows ? (e.q_begin + row / H) * p.q_token_stride +
-                                                (row % H) * p.q_head_stride + p.q_rope_offset
-                                          : int64_t{-1};
+        const int64_t row = row0 + tid < valid_rows ? row0 + tid : row0;
+        qrope_row[tid] = qbase + (e.q_begin + row / H) * p.q_token_stride +
+                         (row % H) * p.q_head_stride + p.q_rope_offset;
       }
       __syncthreads();
     }
@@ -547,7 +548,12 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   };
 
   // ---- per-row softmax state: this thread holds rows lane/4 and lane/4 + 8 of its row group ----
-  float m_run[2] = {-INFINITY, -INFINITY};
+  // m_run starts at -FLT_MAX, not -inf: a row with nothing visible yet then has a finite
+  // running max, so exp2f(t - m) needs no guard (t = -inf gives exactly 0, never -inf - -inf)
+  // and neither does the rescale (2^0 = 1 on the empty state). The first visible score t
+  // (> -FLT_MAX) replaces it, and 2^(-FLT_MAX - t) = 0 as 2^(-inf) was: the same bits. A row
+  // that never saw a key keeps l = 0, which row_lse reports as empty whatever m is.
+  float m_run[2] = {-FLT_MAX, -FLT_MAX};
   float l_run[2] = {0.f, 0.f};
   // [V chunk][m16 tile][n8 tile][fragment]: 32 rows x 128 columns per warp
   float acc[kVChunks][2][kNT][4];
@@ -674,17 +680,18 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     // columns ks * 16 + frag_col (+ 8)), in flight during the latent steps.
     uint32_t qr[kQRopeGlobal ? kRopeDim / 16 : 1][4];
     if constexpr (kQRopeGlobal) {
-      const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
-      const int64_t oa = qrope_off[rg * 16 + frag_row], ob = qrope_off[rg * 16 + frag_row + 8];
-      auto ld = [&](int64_t off, int col) -> uint32_t {
-        return off < 0 ? 0u : __ldg(reinterpret_cast<const unsigned int*>(qbase + off + col));
-      };
+      // Two row pointers from the table, then 16 loads at constant offsets from them (v20: the
+      // per-load 64-bit offset arithmetic and bounds tests cost ~8% of the loop).
+      const unsigned int* qa =
+          reinterpret_cast<const unsigned int*>(qrope_row[rg * 16 + frag_row] + frag_col);
+      const unsigned int* qb =
+          reinterpret_cast<const unsigned int*>(qrope_row[rg * 16 + frag_row + 8] + frag_col);
 #pragma unroll
       for (int ks = 0; ks < kRopeDim / 16; ++ks) {
-        qr[ks][0] = ld(oa, ks * 16 + frag_col);
-        qr[ks][1] = ld(ob, ks * 16 + frag_col);
-        qr[ks][2] = ld(oa, ks * 16 + frag_col + 8);
-        qr[ks][3] = ld(ob, ks * 16 + frag_col + 8);
+        qr[ks][0] = __ldg(qa + ks * 8);
+        qr[ks][1] = __ldg(qb + ks * 8);
+        qr[ks][2] = __ldg(qa + ks * 8 + 4);
+        qr[ks][3] = __ldg(qb + ks * 8 + 4);
       }
     }
 
@@ -732,14 +739,20 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       vis[0] = static_cast<uint32_t>(vis_s[rg * 16 + frag_row] >> (half * 32));
       vis[1] = static_cast<uint32_t>(vis_s[rg * 16 + frag_row + 8] >> (half * 32));
     }
-    const int limit_in_half = key_limit - half * 32;  // keys of this half inside the split
+    // Keys of this half inside the split, as a mask; with the tree's bits and shifted by the
+    // lane's first column, bit n * 8 + (f & 1) of vm says whether fragment (n, f) is visible.
+    const int limit_in_half = key_limit - half * 32;
+    const uint32_t in_split = limit_in_half >= 32  ? ~0u
+                              : limit_in_half <= 0 ? 0u
+                                                   : (1u << limit_in_half) - 1u;
+    const uint32_t vm[2] = {(vis[0] & in_split) >> frag_col, (vis[1] & in_split) >> frag_col};
 #pragma unroll
     for (int n = 0; n < 4; ++n)
 #pragma unroll
       for (int f = 0; f < 4; ++f) {
         const int hr = f >> 1;  // fragments 0,1: row frag_row; 2,3: row frag_row + 8
-        const int k = n * 8 + frag_col + (f & 1);  // key within this warp's half
-        const bool visible = k < limit_in_half && ((vis[hr] >> k) & 1u);
+        // key n * 8 + frag_col + (f & 1) within this warp's half
+        const bool visible = (vm[hr] >> (n * 8 + (f & 1))) & 1u;
         const float t = visible ? s_acc[n][f] * scale_log2 : -INFINITY;
         s_acc[n][f] = t;
         tile_max[hr] = fmaxf(tile_max[hr], t);
@@ -757,10 +770,13 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const int r = rg * 16 + frag_row + 8 * hr;
-      m_new[hr] = fmaxf(m_run[hr], fmaxf(red_max[r], red_max[kRows + r]));
-      // m_new == -inf only when nothing was visible yet: keep the (zero) state as is. Otherwise
-      // 2^(-inf - finite) = 0 correctly discards an empty previous state; -inf - -inf never occurs.
-      scale[hr] = m_new[hr] == -INFINITY ? 1.f : exp2f(m_run[hr] - m_new[hr]);
+      m_new[hr] = fmaxf(m_run[hr], fmaxf(red_max[r], red_max[kRows + r]));  // >= -FLT_MAX
+      // 2^0 = 1 on the empty state without a test; the 6-stage kernel keeps the test (the same
+      // bits) because ptxas spills it without (12 bytes, v20), and the ring-4 kernel spills with.
+      if constexpr (kStages == 6)
+        scale[hr] = m_new[hr] == -FLT_MAX ? 1.f : exp2f(m_run[hr] - m_new[hr]);
+      else
+        scale[hr] = exp2f(m_run[hr] - m_new[hr]);
       if (half == 0 && (lane & 3) == 0) row_scale[r] = scale[hr];  // for the PV layout
     }
 #pragma unroll
@@ -768,12 +784,11 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
         const float t0 = s_acc[n][2 * hr], t1 = s_acc[n][2 * hr + 1];
-        // Masked keys get probability exactly 0 (t = -inf, and m_new is finite whenever any key
-        // of the row was visible, so exp2f(-inf) = 0 with no NaN); a row with nothing visible yet
-        // has m_new = -inf and every t = -inf: guarded to 0. l sums the unrounded fp32 values and
-        // the tensor cores get them rounded to bf16 (round to nearest even).
-        const float p0 = t0 == -INFINITY ? 0.f : exp2f(t0 - m_new[hr]);
-        const float p1 = t1 == -INFINITY ? 0.f : exp2f(t1 - m_new[hr]);
+        // Masked keys get probability exactly 0 (t = -inf, m_new finite: exp2f(-inf) = 0). l
+        // sums the unrounded fp32 values and the tensor cores get them rounded to bf16 (round
+        // to nearest even).
+        const float p0 = exp2f(t0 - m_new[hr]);
+        const float p1 = exp2f(t1 - m_new[hr]);
         part_sum[hr] += p0 + p1;
         const int r = rg * 16 + frag_row + 8 * hr;
         const int key_local = half * 32 + n * 8 + frag_col;
