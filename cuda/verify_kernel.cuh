@@ -690,8 +690,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     // columns ks * 16 + frag_col (+ 8)), in flight during the latent steps.
     uint32_t qr[kQRopeGlobal ? kRopeDim / 16 : 1][4];
     if constexpr (kQRopeGlobal) {
-      // Two row pointers from the table, then 16 loads at constant offsets from them (v20: the
-      // per-load 64-bit offset arithmetic and bounds tests cost ~8% of the loop).
+      // Two row pointers from the table, then 16 loads at constant offsets from them (v20;
+      // before, each load redid a 64-bit offset sum, its scaling and a bounds test).
       const unsigned int* qa =
           reinterpret_cast<const unsigned int*>(qrope_row[rg * 16 + frag_row] + frag_col);
       const unsigned int* qb =
