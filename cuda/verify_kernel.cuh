@@ -38,9 +38,8 @@ static_assert(kThreads == 256 && kRows == 64, "warp layout: 4 row groups x 2 hal
 constexpr int kQElems = kRows * kRowDim;  // [64, 576] bf16
 constexpr int kPElems = kRows * kKvTile;  // [64, 64] bf16
 
-// Chunk geometry for kCols columns per chunk (64 or 128). kRopeFirst: the tile's S pass starts
-// with the k_pe chunk instead of ending with it (the 4-buffer ring, v21).
-template <int kCols, bool kRopeFirst = false>
+// Chunk geometry for kCols columns per chunk (64 or 128).
+template <int kCols>
 struct Chunking {
   static_assert(kCols == 64 || kCols == 128, "16-byte units, swizzle groups of 8 units");
   static constexpr int kKChunks = kLatentDim / kCols + 1;  // latent chunks, then one for k_pe
@@ -50,16 +49,14 @@ struct Chunking {
   static constexpr int kRowBytes = kCols * 2;
   static constexpr int kNTiles = kCols / 32;  // n8 tiles of a warp's quarter of a V chunk: 2 or 4
   static constexpr int kPairs = kNTiles / 2;  // ldmatrix.x4.trans loads two n8 tiles
-  // Part kPart of a tile (0 .. kPerTile - 1): the k_pe chunk (64 columns, units 0..7 only; the
-  // last S part, or the first with kRopeFirst), or latent columns kPartOff .. kPartOff + kCols - 1
-  // (K for the other parts before kKChunks, V from there on).
-  static constexpr int kRopeIndex = kRopeFirst ? 0 : kKChunks - 1;
+  // Part kPart of a tile (0 .. kPerTile - 1): the k_pe chunk (64 columns, units 0..7 only), or
+  // latent columns kPartOff .. kPartOff + kCols - 1 (K for parts before it, V after it).
   template <int kPart>
-  static constexpr bool kRopePart = kPart == kRopeIndex;
+  static constexpr bool kRopePart = kPart == kKChunks - 1;
   template <int kPart>
-  static constexpr int kPartOff = kPart == kRopeIndex ? 0
-                                  : kPart < kKChunks  ? (kRopeFirst ? kPart - 1 : kPart) * kCols
-                                                      : (kPart - kKChunks) * kCols;
+  static constexpr int kPartOff = kPart < kKChunks - 1    ? kPart * kCols
+                                  : kPart == kKChunks - 1 ? 0
+                                                          : (kPart - kKChunks) * kCols;
 };
 
 // Calls f.template operator()<I>() for I = kBegin .. kEnd - 1, unrolled at compile time.
@@ -397,30 +394,25 @@ static __device__ unsigned g_mma_trace_grid[3];
 // a 2-buffer shared-memory ring waits on L1 hits instead of L2 round trips: L1 acts as a ring of
 // kL1Ahead more chunks (8 KB each) that costs no shared memory. kL1Ahead = 0 is the v6 kernel.
 // kPInRing (v16b): P has no buffer of its own; it lives in the ring buffer that held the tile's
-// last S chunk (k_pe, or with ring 4's k_pe-first order the last latent chunk), from the end of
-// that chunk's S step (after the softmax's first barrier) to the
+// k_pe chunk, from the end of that chunk's S step (after the softmax's first barrier) to the
 // barrier of the first V step (the pa fragments are in registers by then), which is when the
 // ring reuses that buffer (kStages == 3: chunk g + 3 goes where chunk g was). So 3 buffers cost
 // the bytes of 2 buffers and P.
 // kStages == 4 with kPInRing (v16d): Q's k_pe columns are not staged in shared memory (the tile
 // holds Q's 512 latent columns, 64 KB); each warp loads its k_pe A fragments from global memory
 // (L1-resident after the first tile: 8 KB per block) at the start of every tile, 16 32-bit
-// loads per lane, and the 8 KB go to a fourth ring buffer. Row pointers: a 64-entry table.
-// The tile's S pass takes the k_pe chunk first (v21), so those 16 registers are live for one S
-// step, not nine.
+// loads per lane, and the 8 KB go to a fourth ring buffer. Row offsets: a 64-entry table.
 template <int kStages, int kCols, int kL1Ahead = 0, bool kPInRing = false>
 __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs args) {
   static_assert(kStages >= 2, "double buffering at least");
   static_assert(!kPInRing || ((kStages == 3 || kStages == 4) && kCols == 64),
-                "P in the ring: a 64 x 64 bf16 chunk buffer, free from the last S step to V step 0");
+                "P in the ring: a 64 x 64 bf16 chunk buffer, free from the k_pe step to V step 0");
   constexpr bool kQRopeGlobal = kStages == 4;
   static_assert(!kQRopeGlobal || kPInRing, "the 4-buffer ring is the sm_120 layout");
   constexpr int kQRow = kQRopeGlobal ? kLatentDim : kRowDim;  // Q elements per smem row
   constexpr int kQUnits = kQRow / 8;
   static_assert(kL1Ahead >= 0 && kL1Ahead < Chunking<kCols>::kPerTile, "prefetch at most one tile ahead");
-  // Ring 4 holds Q's k_pe fragments in registers from the tile's start: used by the first S step
-  // they are dead for the other eight (v21); the other rings read Q's k_pe from shared memory.
-  using CK = Chunking<kCols, kQRopeGlobal>;
+  using CK = Chunking<kCols>;
   constexpr int kKChunks = CK::kKChunks;
   constexpr int kVChunks = CK::kVChunks;
   constexpr int kChunksPerTile = CK::kPerTile;
@@ -600,7 +592,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const uint32_t q_lane = smem_addr(q_s) + a_row * kQRow * 2;
   // PV layout: row pair rp (rows rp * 32 + mt * 16 + ...), column quarter `quarter`.
   const uint32_t p_lane_off = (rp * 32 + (lane & 15)) * kKvTile * 2;
-  // Shared address of this tile's P (set at the last S step when P lives in the ring).
+  // Shared address of this tile's P (set at the k_pe step when P lives in the ring).
   uint32_t p_buf = smem_addr(p_s);
   const uint32_t smem_base = smem_addr(smem_raw);
   const uint32_t kb_lane = (half * 32 + (mi >> 1) * 8 + mr) * kRowBytes;  // K chunk rows (keys)
@@ -715,21 +707,17 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 
     static_for<0, kKChunks>([&]<int kPart>() {
       const uint32_t buf = step.template operator()<kPart>(tile);
-      // P goes where the tile's last S chunk was (free from the softmax's first barrier).
       if constexpr (kPInRing && kPart == kKChunks - 1) p_buf = buf;
-      constexpr bool kRope = CK::template kRopePart<kPart>;
-      constexpr bool kQFromRegs = kQRopeGlobal && kRope;
-      constexpr int ksteps = kRope ? kRopeDim / 16 : kCols / 16;
-      // Q's columns of this part: latent kPartOff .., or k_pe at 512 (Q's smem row, rings 2, 3).
-      constexpr int kQCol = kRope ? kLatentDim : CK::template kPartOff<kPart>;
+      constexpr bool kQFromRegs = kQRopeGlobal && kPart == kKChunks - 1;
+      constexpr int ksteps = kPart == kKChunks - 1 ? kRopeDim / 16 : kCols / 16;
 #pragma unroll
       for (int ks = 0; ks < ksteps; ++ks) {
         uint32_t a[4];
-        // Q columns kQCol + ks * 16.
+        // Q columns kPart * kCols + ks * 16 (k_pe starts at 512 = (kKChunks - 1) * kCols).
         if constexpr (kQFromRegs) {
           a[0] = qr[ks][0], a[1] = qr[ks][1], a[2] = qr[ks][2], a[3] = qr[ks][3];
         } else {
-          ldmatrix_x4(q_lane + kQCol * 2 + (ks >> 2) * 128 + (xa0 ^ ((ks & 3) * 32)),
+          ldmatrix_x4(q_lane + kPart * kCols * 2 + (ks >> 2) * 128 + (xa0 ^ ((ks & 3) * 32)),
                       a[0], a[1], a[2], a[3]);
         }
 #pragma unroll
@@ -787,7 +775,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     }
     __syncthreads();
     float m_new[2], scale[2], part_sum[2] = {0.f, 0.f};
-    // Every warp is past its last S step (the barrier above), so P may overwrite that buffer.
+    // Every warp is past its k_pe step (the barrier above), so P may overwrite that buffer.
     __nv_bfloat16* p_tile = reinterpret_cast<__nv_bfloat16*>(smem_raw + (p_buf - smem_base));
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
