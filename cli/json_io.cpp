@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "mlaverify/error.h"
+#include "props/properties.h"
 
 namespace mlaverify::cli {
 namespace {
@@ -215,16 +216,24 @@ void save_report(const std::filesystem::path& path, const CampaignReport& r) {
 }
 
 CampaignReport load_report(const std::filesystem::path& path) {
-  Reader rd(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InvalidInput("path", -1, "cannot open " + path.string());
   std::ostringstream buf;
   buf << in.rdbuf();
+  return parse_report(buf.str(), path.string());
+}
+
+CampaignReport parse_report(std::string_view text, const std::string& source) {
+  Reader rd(source);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(buf.str());
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     rd.fail("json", static_cast<int64_t>(e.byte), "malformed JSON");
+  } catch (const nlohmann::json::exception& e) {
+    // A number nlohmann cannot hold (1e400) is out_of_range, not a parse_error (report_fuzzer's
+    // first find, fuzz/regressions/report/number_overflow).
+    rd.fail("json", -1, std::string("malformed JSON: ") + e.what());
   }
   if (!j.is_object()) rd.fail("json", -1, "not an object");
   if (rd.get<std::string>(j, "", "format") != kReportFormat) {
@@ -233,27 +242,52 @@ CampaignReport load_report(const std::filesystem::path& path) {
   if (rd.get<int64_t>(j, "", "version") != kReportVersion) {
     rd.fail("version", -1, "unsupported (this build reads version 1)");
   }
+  // Every count is bounded by what `fuzz` can write (at most kMaxCampaignCases cases, shards,
+  // and one stats entry per known property), so no sum below can overflow and nothing the file
+  // says sizes an allocation or a loop beyond its own length.
   CampaignReport r;
   r.backend = rd.get<std::string>(j, "", "backend");
   r.seed = rd.get<uint64_t>(j, "", "seed");
   r.cases = rd.get<int32_t>(j, "", "cases");
+  if (r.cases < 1 || r.cases > kMaxCampaignCases) {
+    rd.fail("cases", -1, "outside [1, " + std::to_string(kMaxCampaignCases) + "]");
+  }
   const nlohmann::json& props = rd.array(j, "properties");
+  const std::vector<props::PropertyInfo>& known = props::all_properties();
+  size_t next_known = 0;  // the selection is a subsequence of all_properties(), in its order
   for (size_t i = 0; i < props.size(); ++i) {
     if (!props[i].is_string()) rd.fail("properties", static_cast<int64_t>(i), "not a string");
-    r.properties.push_back(props[i].get<std::string>());
+    const std::string name = props[i].get<std::string>();
+    while (next_known < known.size() && known[next_known].name != name) ++next_known;
+    if (next_known == known.size()) {
+      rd.fail("properties", static_cast<int64_t>(i),
+              "'" + name + "' is not a property, or out of order or repeated");
+    }
+    ++next_known;
+    r.properties.push_back(name);
   }
   r.shard_index = rd.get<int32_t>(j, "", "shard_index");
   r.shard_count = rd.get<int32_t>(j, "", "shard_count");
-  if (r.shard_count < 1 || r.shard_index < 0 || r.shard_index >= r.shard_count) {
+  if (r.shard_count < 1 || r.shard_count > kMaxShards) {
+    rd.fail("shard_count", -1, "outside [1, " + std::to_string(kMaxShards) + "]");
+  }
+  if (r.shard_index < 0 || r.shard_index >= r.shard_count) {
     rd.fail("shard_index", r.shard_index, "outside [0, shard_count)");
   }
   const nlohmann::json& merged = rd.array(j, "merged_shards");
   for (size_t i = 0; i < merged.size(); ++i) {
     if (!merged[i].is_number_integer()) rd.fail("merged_shards", i, "not an integer");
-    r.merged_shards.push_back(merged[i].get<int32_t>());
+    const int64_t k = merged[i].get<int64_t>();
+    if (k < 0 || k >= r.shard_count || (i > 0 && k <= r.merged_shards.back())) {
+      rd.fail("merged_shards", static_cast<int64_t>(i),
+              "not an ascending shard index in [0, shard_count)");
+    }
+    r.merged_shards.push_back(static_cast<int32_t>(k));
   }
   r.cases_run = rd.get<int32_t>(j, "", "cases_run");
+  if (r.cases_run < 0 || r.cases_run > r.cases) rd.fail("cases_run", -1, "outside [0, cases]");
   r.seconds = rd.get<double>(j, "", "seconds");
+  if (!(r.seconds >= 0)) rd.fail("seconds", -1, "negative");
   const std::string digest = rd.get<std::string>(j, "", "case_digest");
   size_t used = 0;
   try {
@@ -263,6 +297,7 @@ CampaignReport load_report(const std::filesystem::path& path) {
   }
   if (digest.size() != 16 || used != digest.size()) rd.fail("case_digest", -1, "not 16 hex digits");
   const nlohmann::json& stats = rd.array(j, "stats");
+  int64_t failed_runs = 0;
   for (size_t i = 0; i < stats.size(); ++i) {
     const std::string p = "stats[" + std::to_string(i) + "]";
     props::PropertyStats s;
@@ -275,6 +310,12 @@ CampaignReport load_report(const std::filesystem::path& path) {
       rd.fail("stats", static_cast<int64_t>(i),
               "property '" + s.property + "' is not the " + "selection's at this position");
     }
+    // Each case runs each property once, until the property first fails.
+    if (s.passed < 0 || s.failed < 0 || s.skipped < 0 ||
+        int64_t{s.passed} + s.failed + s.skipped > r.cases_run) {
+      rd.fail(p, -1, "passed, failed and skipped must be >= 0 and add up to at most cases_run");
+    }
+    failed_runs += s.failed;
     r.stats.push_back(std::move(s));
   }
   if (r.stats.size() != r.properties.size()) {
@@ -291,7 +332,16 @@ CampaignReport load_report(const std::filesystem::path& path) {
     f.shrunk = rd.get<std::string>(failures[i], p, "shrunk");
     f.detail = rd.get<std::string>(failures[i], p, "detail");
     f.file = rd.get<std::string>(failures[i], p, "file");
+    if (f.case_index < 1 || f.case_index > r.cases) {
+      rd.fail(p + ".case_index", -1, "outside [1, cases]");
+    }
+    if (f.shrink_steps < 0 || f.shrink_evals < 0) rd.fail(p, -1, "negative shrink counts");
     r.failures.push_back(std::move(f));
+  }
+  if (static_cast<int64_t>(r.failures.size()) != failed_runs) {
+    rd.fail("failures", -1,
+            std::to_string(r.failures.size()) + " entries, but the stats count " +
+                std::to_string(failed_runs) + " failed runs");
   }
   // Coverage rows (reports written before they existed have none; missing is recomputed).
   if (j.contains("coverage")) {

@@ -23,7 +23,9 @@ void write_error_json(std::string_view command, int exit_code, const std::string
 
 // A fuzz run's report file ("format": "mlaverify-fuzz-report", version 1): the --json document of
 // `fuzz`. load_report throws InvalidInput naming the JSON field (and index) and the file.
+// parse_report reads the text of one (`source` names it in errors); load_report a file.
 void save_report(const std::filesystem::path& path, const CampaignReport& report);
 CampaignReport load_report(const std::filesystem::path& path);
+CampaignReport parse_report(std::string_view text, const std::string& source);
 
 }  // namespace mlaverify::cli

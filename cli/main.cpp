@@ -109,7 +109,8 @@ int main(int argc, char** argv) {
   {
     Command& c = add("fuzz", "Run a fuzz campaign of every property on a backend");
     c.app->add_option("--backend", fz.backend, kBackendHelp);
-    c.app->add_option("--cases", fz.cases, "Random cases")->check(CLI::Range(1, 1000000));
+    c.app->add_option("--cases", fz.cases, "Random cases")
+        ->check(CLI::Range(1, mlaverify::cli::kMaxCampaignCases));
     c.app->add_option("--seed", fz.seed, "Seed: the campaign is a function of it");
     c.app->add_option("--property", fz.properties, "Only these properties (repeatable)");
     c.app->add_option("--out", fz.out_dir, "Folder for shrunk failing scenarios");

@@ -49,6 +49,9 @@ CampaignReport merge_reports(const std::vector<CampaignReport>& shards,
     if (s.properties != first.properties) {
       differs(i, "properties", join(s.properties), join(first.properties));
     }
+    if (s.shard_index < 0 || s.shard_index >= s.shard_count) {
+      throw InvalidInput("shard_index", s.shard_index, names[i] + ": outside [0, shard_count)");
+    }
     if (auto [it, fresh] = seen.emplace(s.shard_index, i); !fresh) {
       throw InvalidInput("shard_index", s.shard_index,
                          "given twice: " + names[it->second] + " and " + names[i]);
@@ -67,11 +70,16 @@ CampaignReport merge_reports(const std::vector<CampaignReport>& shards,
                              " properties, " + "selects " + std::to_string(s.properties.size()));
     }
   }
-  std::string missing;
-  for (int32_t k = 0; k < first.shard_count; ++k) {
-    if (!seen.contains(k)) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
-  }
-  if (!missing.empty()) {
+  // Every shard index is in [0, shard_count) (checked above), so the shards are complete exactly
+  // when there are shard_count distinct ones; the message names the first few missing.
+  if (static_cast<int64_t>(seen.size()) != first.shard_count) {
+    std::string missing;
+    int32_t listed = 0;
+    for (int32_t k = 0; k < first.shard_count && listed < 8; ++k) {
+      if (!seen.contains(k)) missing += (listed++ ? ", " : "") + std::to_string(k);
+    }
+    const int64_t absent = first.shard_count - static_cast<int64_t>(seen.size());
+    if (absent > listed) missing += " and " + std::to_string(absent - listed) + " more";
     throw InvalidInput("shard_index", -1,
                        "missing shard(s) " + missing + " of " + std::to_string(first.shard_count));
   }

@@ -309,7 +309,9 @@ rc::Gen<Case> gen_large_case(const GenOptions& o) {
   const int32_t cap_d = std::max(128, std::min({o.caps.max_draft, o.max_draft, 1024}));
   auto shape = gen::mapcat(gen::pair(gen::element<int32_t>(1, 2), gen::inRange<int64_t>(1024, 4097)),
                            [o, cap_d](const std::pair<int32_t, int64_t>& hp) {
-    const auto [h, p] = hp;
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    const int32_t h = hp.first;
+    const int64_t p = hp.second;
     const double share = static_cast<double>(o.large_work) / h;
     const double disc = static_cast<double>(p) * p + 4.0 * share;
     const int32_t dmax = std::max(

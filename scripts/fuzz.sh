@@ -4,12 +4,14 @@
 # scenarios/cases/*.json, dump_fuzzer (the server-dump loader, replay and diagnose) seeded from
 # fuzz/seeds/dump (slimmed from scenarios/dumps/*.safetensors by fuzz/make_dump_seeds.py), and
 # options_fuzzer (the C API's options reader, capi/c_options.h) seeded from fuzz/seeds/options,
-# each also from its fuzz/regressions/{scenario,dump,options}/ inputs. Before fuzzing, every regression input
+# report_fuzzer (the fuzz report reader and merge, cli/json_io.h) seeded from fuzz/seeds/report
+# and sim_fuzzer (the simulation scenario reader, sim/sim_scenario.h) from fuzz/seeds/sim,
+# each also from its fuzz/regressions/{scenario,dump,options,report,sim}/ inputs. Before fuzzing, every regression input
 # and the full shipped dumps run once through their harness.
 # Usage: scripts/fuzz.sh [seconds per fuzzer, default 60]
 # Prints executions and crashes per fuzzer; exits non-zero on any crash, with the input saved
 # under fuzz-failures/<fuzzer>/ (reproduce: build-fuzz/fuzz/<fuzzer> fuzz-failures/<fuzzer>/crash-*;
-# then add it to fuzz/regressions/{scenario,dump}/ with the fix).
+# then add it to fuzz/regressions/{scenario,dump,options,report,sim}/ with the fix).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -25,7 +27,8 @@ if [ ! -f build-fuzz/build.ninja ]; then
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
     -DMLAV_MODEL_CPU_ONLY=ON -DMLAV_FUZZ=ON "${launcher[@]}"
 fi
-cmake --build build-fuzz -j "$jobs" --target scenario_fuzzer dump_fuzzer options_fuzzer
+cmake --build build-fuzz -j "$jobs" --target scenario_fuzzer dump_fuzzer options_fuzzer report_fuzzer \
+  sim_fuzzer
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
@@ -85,6 +88,8 @@ run_fuzzer() {  # name, max_len, seed files...
 run_fuzzer scenario_fuzzer 8192 scenarios/cases/*.json
 run_fuzzer dump_fuzzer 131072 fuzz/seeds/dump/*.safetensors
 run_fuzzer options_fuzzer 4096 fuzz/seeds/options/*.bin
+run_fuzzer report_fuzzer 65536 fuzz/seeds/report/*
+run_fuzzer sim_fuzzer 16384 fuzz/seeds/sim/*.json
 
 echo "== fuzz.sh summary =="
 printf '%s\n' "${summary[@]}"

@@ -188,6 +188,10 @@ SimScenario parse_sim_scenario(std::string_view text) {
     j = ojson::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InvalidInput("json", static_cast<int64_t>(e.byte), e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // A number nlohmann cannot hold (1e400) is out_of_range, not a parse_error (sim_fuzzer,
+    // fuzz/regressions/sim/number_overflow).
+    throw InvalidInput("json", -1, e.what());
   }
   if (!j.is_object()) throw InvalidInput("json", -1, "a simulation scenario is an object");
   const std::string root = "scenario";

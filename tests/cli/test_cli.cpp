@@ -201,6 +201,80 @@ TEST(Cli, MergeRefusesReportsOfDifferentCampaigns) {
   EXPECT_EQ(field_of({a, short_run}), "cases_run");
 }
 
+// A report file is read strictly and held to what `fuzz` can write: each bad field is one
+// InvalidInput naming it (a merge of the file then never sums counts past int32, nor lists a
+// million missing shards).
+TEST(Cli, ReportFilesAreReadStrictly) {
+  CampaignReport a;
+  a.backend = "cpu";
+  a.seed = 1;
+  a.cases = 6;
+  a.properties = {"vs_model", "metadata"};
+  a.stats = {{"vs_model", 2, 1, 0, ""}, {"metadata", 3, 0, 0, ""}};
+  a.failures = {{"vs_model", 5, 2, 9, "bs 1", "o differs", ""}};
+  a.shard_count = 2;
+  a.cases_run = 3;
+  a.seconds = 1.5;
+  std::ostringstream doc;
+  write_json("fuzz", a, doc);
+  const nlohmann::json good = nlohmann::json::parse(doc.str());
+  EXPECT_EQ(parse_report(good.dump(), "good").cases_run, 3);
+  auto field_of = [&](auto&& edit) {
+    nlohmann::json j = good;
+    edit(j);
+    try {
+      parse_report(j.dump(), "edited");
+    } catch (const InvalidInput& e) {
+      return e.field();
+    }
+    return std::string("accepted");
+  };
+  using J = nlohmann::json;
+  EXPECT_EQ(field_of([](J& j) { j["cases"] = 0; }), "cases");
+  EXPECT_EQ(field_of([](J& j) { j["cases"] = kMaxCampaignCases + 1; }), "cases");
+  EXPECT_EQ(field_of([](J& j) { j["shard_count"] = kMaxShards + 1; }), "shard_count");
+  EXPECT_EQ(field_of([](J& j) { j["shard_index"] = 2; }), "shard_index");
+  EXPECT_EQ(field_of([](J& j) { j["properties"][0] = "no_such_property"; }), "properties");
+  EXPECT_EQ(field_of([](J& j) {
+              j["properties"] = {"metadata", "vs_model"};
+              std::swap(j["stats"][0], j["stats"][1]);
+            }),
+            "properties");  // all_properties() order, as fuzz writes them
+  EXPECT_EQ(field_of([](J& j) { j["merged_shards"] = {1, 0}; }), "merged_shards");
+  EXPECT_EQ(field_of([](J& j) { j["merged_shards"] = {0, 2}; }), "merged_shards");
+  EXPECT_EQ(field_of([](J& j) { j["cases_run"] = 7; }), "cases_run");
+  EXPECT_EQ(field_of([](J& j) { j["seconds"] = -1.0; }), "seconds");
+  EXPECT_EQ(field_of([](J& j) { j["stats"][1]["passed"] = 4; }), "stats[1]");  // 4 > cases_run
+  EXPECT_EQ(field_of([](J& j) { j["stats"][1]["skipped"] = -1; }), "stats[1]");
+  EXPECT_EQ(field_of([](J& j) { j["stats"][0]["failed"] = 0; }), "failures");  // 1 entry, 0 failed
+  EXPECT_EQ(field_of([](J& j) { j["failures"][0]["case_index"] = 0; }), "failures[0].case_index");
+  EXPECT_EQ(field_of([](J& j) { j["failures"][0]["shrink_evals"] = -1; }), "failures[0]");
+  // A number nlohmann cannot hold is malformed JSON, not an escaping out_of_range.
+  std::string huge = good.dump();
+  huge.replace(huge.find("1.5"), 3, "1e400");
+  try {
+    parse_report(huge, "huge");
+    ADD_FAILURE() << "1e400 accepted";
+  } catch (const InvalidInput& e) {
+    EXPECT_EQ(e.field(), "json");
+  }
+  // merge names a few missing shards of a large campaign, not all of them.
+  CampaignReport big = a;
+  big.failures.clear();
+  big.stats = {{"vs_model", 0, 0, 0, ""}, {"metadata", 0, 0, 0, ""}};
+  big.cases = 1000;
+  big.shard_count = kMaxShards;
+  big.cases_run = props::shard_cases(big.cases, 0, big.shard_count);
+  try {
+    merge_reports({big}, {"big"});
+    ADD_FAILURE() << "one shard of a million merged";
+  } catch (const InvalidInput& e) {
+    EXPECT_EQ(e.field(), "shard_index");
+    EXPECT_NE(std::string(e.what()).find("and 999991 more"), std::string::npos) << e.what();
+    EXPECT_LT(std::string(e.what()).size(), 400u);
+  }
+}
+
 // Coverage travels with the report: --json carries a row per field value (an enumerated field's
 // values partition the cases), a saved report reads back with its rows, and merging the shards of a
 // campaign gives the unsharded campaign's rows.

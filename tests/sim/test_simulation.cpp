@@ -303,6 +303,11 @@ TEST(Simulation, ScenarioFilesAreReadStrictly) {
   bad.replace(bad.find("\"defrag\": \"tier0\""), 17, "\"defrag\": \"tier9\"");
   EXPECT_EQ(field_of(bad), "config.defrag");
   EXPECT_EQ(field_of("{\"format\": 3"), "json");
+  // A number nlohmann cannot hold is out_of_range, not a parse_error: bad JSON all the same
+  // (before, it escaped as a non-InvalidInput exception; sim_fuzzer's regression input).
+  bad = j;
+  bad.replace(bad.find("\"page_size\": 16"), 15, "\"page_size\": 1e400");
+  EXPECT_EQ(field_of(bad), "json");
 }
 
 }  // namespace
