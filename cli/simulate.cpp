@@ -24,27 +24,7 @@ std::vector<int32_t> load_accept_trace(const std::filesystem::path& path) {
   if (!f) throw InvalidInput(path.string() + ": file", -1, "cannot be read");
   std::stringstream s;
   s << f.rdbuf();
-  std::string text = s.str();
-  std::replace(text.begin(), text.end(), ',', ' ');
-  std::istringstream in(text);
-  std::vector<int32_t> out;
-  std::string tok;
-  while (in >> tok) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(tok, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != tok.size() || v < 1 || v > 1024) {
-      throw InvalidInput(path.string() + ": accept_length", static_cast<int64_t>(out.size()),
-                         "must be an integer in [1, 1024], got '" + tok + "'");
-    }
-    out.push_back(static_cast<int32_t>(v));
-  }
-  if (out.empty()) throw InvalidInput(path.string() + ": accept_length", -1, "no entry");
-  return out;
+  return sim::parse_accept_trace(s.str(), path.string());
 }
 
 namespace {

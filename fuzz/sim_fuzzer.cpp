@@ -1,8 +1,12 @@
-// libFuzzer harness for the simulation scenario reader (sim/sim_scenario.h parse_sim_scenario,
-// behind load_sim_scenario and `mlaverify replay` of a simulation's failing step). Any input is
-// either rejected with InvalidInput naming a field, or accepted; an accepted scenario writes
-// back (to_json) to text that reads back to an equal scenario. is_sim_scenario never throws.
-// Anything else, or a sanitizer report, is a crash.
+// libFuzzer harness for the simulation's three readers of user files: scenarios
+// (sim/sim_scenario.h parse_sim_scenario, behind load_sim_scenario and `mlaverify replay` of a
+// simulation's failing step) and request traces (sim/simulation.h parse_trace, behind
+// `simulate --trace`) and accept-length traces (parse_accept_trace, `simulate --accept-trace`).
+// Every input goes to all three. Each either rejects it with InvalidInput naming
+// a field, or accepts it; an accepted scenario writes back (to_json) to text that reads back to
+// an equal scenario, and an accepted trace holds only what the reader promises (steps >= 0 and
+// non-decreasing, lengths in [1, 2^20]) and reads back equal from its own CSV lines.
+// is_sim_scenario never throws. Anything else, or a sanitizer report, is a crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -10,9 +14,11 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mlaverify/error.h"
 #include "sim/sim_scenario.h"
+#include "sim/simulation.h"
 
 namespace {
 
@@ -21,10 +27,61 @@ namespace {
   std::abort();
 }
 
+void trace(const std::string& text) {
+  std::vector<mlaverify::sim::Arrival> t;
+  try {
+    t = mlaverify::sim::parse_trace(text, "trace.csv");
+  } catch (const mlaverify::InvalidInput& e) {
+    if (e.field().empty()) fail("a trace rejection that names no field", e.what());
+    return;
+  } catch (const std::exception& e) {
+    fail("the trace reader threw something other than InvalidInput", e.what());
+  }
+  if (t.empty()) fail("an accepted trace without requests", text.substr(0, 200));
+  std::string written;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const mlaverify::sim::Arrival& a = t[i];
+    if (a.step < 0 || (i > 0 && a.step < t[i - 1].step) || a.prompt_len < 1 ||
+        a.prompt_len > (int64_t{1} << 20) || a.output_len < 1 || a.output_len > (int64_t{1} << 20))
+      fail("an accepted trace entry out of range", std::to_string(i));
+    written += std::to_string(a.step) + "," + std::to_string(a.prompt_len) + "," +
+               std::to_string(a.output_len) + "\n";
+  }
+  try {
+    if (mlaverify::sim::parse_trace(written, "written.csv") != t)
+      fail("a trace changed through write and read", written.substr(0, 200));
+  } catch (const mlaverify::InvalidInput& e) {
+    fail("a written trace does not read back", e.what());
+  }
+}
+
 }  // namespace
+
+// The accept-length trace (`simulate --accept-trace`): accepted entries are in [1, 1024] and read
+// back equal from their own comma-separated text.
+void accept_trace(const std::string& text) {
+  std::vector<int32_t> t;
+  try {
+    t = mlaverify::sim::parse_accept_trace(text, "accept.txt");
+  } catch (const mlaverify::InvalidInput& e) {
+    if (e.field().empty()) fail("an accept-trace rejection that names no field", e.what());
+    return;
+  } catch (const std::exception& e) {
+    fail("the accept-trace reader threw something other than InvalidInput", e.what());
+  }
+  std::string written;
+  for (int32_t v : t) {
+    if (v < 1 || v > 1024) fail("an accepted accept length out of range", std::to_string(v));
+    written += std::to_string(v) + ",";
+  }
+  if (t.empty() || mlaverify::sim::parse_accept_trace(written, "written.txt") != t)
+    fail("an accept trace changed through write and read", written.substr(0, 200));
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
+  trace(std::string(text));
+  accept_trace(std::string(text));
   using mlaverify::sim::SimScenario;
   try {
     (void)mlaverify::sim::is_sim_scenario(text);

@@ -89,7 +89,7 @@ run_fuzzer scenario_fuzzer 8192 scenarios/cases/*.json
 run_fuzzer dump_fuzzer 131072 fuzz/seeds/dump/*.safetensors
 run_fuzzer options_fuzzer 4096 fuzz/seeds/options/*.bin
 run_fuzzer report_fuzzer 65536 fuzz/seeds/report/*
-run_fuzzer sim_fuzzer 16384 fuzz/seeds/sim/*.json
+run_fuzzer sim_fuzzer 16384 fuzz/seeds/sim/*
 
 echo "== fuzz.sh summary =="
 printf '%s\n' "${summary[@]}"

@@ -358,6 +358,30 @@ std::vector<Arrival> parse_trace(const std::string& text, const std::string& fil
   return out;
 }
 
+std::vector<int32_t> parse_accept_trace(const std::string& text, const std::string& file_name) {
+  std::string spaced = text;
+  std::replace(spaced.begin(), spaced.end(), ',', ' ');
+  std::istringstream in(spaced);
+  std::vector<int32_t> out;
+  std::string tok;
+  while (in >> tok) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(tok, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != tok.size() || v < 1 || v > 1024) {
+      throw InvalidInput(file_name + ": accept_length", static_cast<int64_t>(out.size()),
+                         "must be an integer in [1, 1024], got '" + tok + "'");
+    }
+    out.push_back(static_cast<int32_t>(v));
+  }
+  if (out.empty()) throw InvalidInput(file_name + ": accept_length", -1, "no entry");
+  return out;
+}
+
 std::vector<Arrival> load_trace(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InvalidInput(path + ": file", -1, "cannot be read");

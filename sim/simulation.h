@@ -155,6 +155,9 @@ PlantedFault parse_fault(const std::string& s);          // InvalidInput("fault"
 // non-decreasing. Errors: InvalidInput("<file>: <field>", line) naming the file, field and line.
 std::vector<Arrival> parse_trace(const std::string& text, const std::string& file_name);
 std::vector<Arrival> load_trace(const std::string& path);
+// Accepted path lengths (`simulate --accept-trace`): integers in [1, 1024] separated by white
+// space or commas; InvalidInput "<file_name>: accept_length" with the entry's index otherwise.
+std::vector<int32_t> parse_accept_trace(const std::string& text, const std::string& file_name);
 
 // CSV of the metrics: a header line and one line per step.
 std::string metrics_csv(const std::vector<StepMetrics>& steps);
