@@ -184,16 +184,28 @@ void run_item(const RunContext& ctx, const WorkItem& item) {
   Segment segments[2];
   int num_segments = 0;
   bool empty_split = false;
+  // The count the request's ranges are cut by: its own (num_splits, or the balanced plan's n_i).
+  int32_t range_splits = ctx.splits[item.request];
+  // A partial past the planned count: only the fault marks it (correct code cuts an empty range
+  // there anyway).
+  bool unplanned = false;
+  if (MLAV_FAULT(ctx, BalancedRangesFromCap) && p.plan_blocks > 0) {
+    // The bug: only the n_i planned splits are launched (the partials past them see no key), and
+    // each cuts its range as if the request had all num_splits.
+    unplanned = item.partial >= range_splits;
+    range_splits = p.num_splits;
+  }
   if (ctx.folded) {
-    const FoldedRange range =
-        folded_range(e.prefix_len, e.draft_nodes, ctx.splits[item.request], item.partial);
+    FoldedRange range = folded_range(e.prefix_len, e.draft_nodes, range_splits, item.partial);
+    if (unplanned) range = FoldedRange{0, 0, 0, 0};
     segments[num_segments++] = {true, range.draft_begin, range.draft_end};
     segments[num_segments++] = {false, range.prefix_begin, range.prefix_end};
     empty_split = range.empty();
   } else if (item.partial == p.num_splits) {
     segments[num_segments++] = {true, 0, e.draft_nodes};
   } else {
-    const SplitRange range = split_range(e.prefix_len, ctx.splits[item.request], item.partial);
+    SplitRange range = split_range(e.prefix_len, range_splits, item.partial);
+    if (unplanned) range = SplitRange{e.prefix_len, e.prefix_len};
     segments[num_segments++] = {false, range.begin, range.end};
     empty_split = range.empty();
   }

@@ -25,12 +25,17 @@ enum class CpuFault : int32_t {
   OverReadNextRequest,
   // §7.3: V is read at offset 64 within the latent-first row [c | k_pe] instead of offset 0.
   VFromWrongColumns,
+  // §7.8: under the balanced plan (plan_blocks > 0) request i's n_i planned splits run, but each
+  // cuts its range as split s of num_splits (the cap, the count the uniform plan's code reads)
+  // instead of n_i, so the keys past the first n_i of num_splits uniform chunks are never read.
+  // Wrong only where n_i is below the uniform plan's non-empty count; the uniform plan is exact.
+  BalancedRangesFromCap,
 };
 
 inline constexpr CpuFault kAllCpuFaults[] = {
     CpuFault::MergeWithoutRescale, CpuFault::EmptySplitAsZeros, CpuFault::SplitEndOffByOne,
     CpuFault::ParentOnlyMask,      CpuFault::NoDiagonal,        CpuFault::OverReadNextRequest,
-    CpuFault::VFromWrongColumns,
+    CpuFault::VFromWrongColumns,   CpuFault::BalancedRangesFromCap,
 };
 
 inline std::string_view fault_name(CpuFault f) {
@@ -51,6 +56,8 @@ inline std::string_view fault_name(CpuFault f) {
       return "OverReadNextRequest";
     case CpuFault::VFromWrongColumns:
       return "VFromWrongColumns";
+    case CpuFault::BalancedRangesFromCap:
+      return "BalancedRangesFromCap";
   }
   return "unknown";
 }

@@ -191,6 +191,7 @@ Capabilities from_c_capabilities(const mlav_capabilities& in) {
   k.strided_q = (c.flags & MLAV_CAP_STRIDED_Q) != 0;
   k.strided_o = (c.flags & MLAV_CAP_STRIDED_O) != 0;
   k.padded_extend_rows = (c.flags & MLAV_CAP_PADDED_EXTEND_ROWS) != 0;
+  k.balanced_plan = false;  // mlav_params has no plan_blocks: a plugin never sees the balanced plan
   k.max_heads = c.max_heads;
   k.max_draft = c.max_draft;
   k.max_prefix = c.max_prefix;

@@ -87,6 +87,7 @@ Capabilities intersect(const Capabilities& a, const Capabilities& b) {
   c.strided_q = a.strided_q && b.strided_q;
   c.strided_o = a.strided_o && b.strided_o;
   c.padded_extend_rows = a.padded_extend_rows && b.padded_extend_rows;
+  c.balanced_plan = a.balanced_plan && b.balanced_plan;
   c.max_heads = std::min(a.max_heads, b.max_heads);
   c.max_draft = std::min(a.max_draft, b.max_draft);
   c.max_prefix = std::min(a.max_prefix, b.max_prefix);

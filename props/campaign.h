@@ -92,7 +92,8 @@ struct FuzzReport {
 };
 
 // The cases a backend takes: `a`'s sets and limits narrowed by `b`'s (numerics and the declared
-// behaviour, lse, determinism, split plan, come from `b`, the backend).
+// behaviour, lse, determinism, honours_num_splits, come from `b`, the backend), balanced_plan
+// too (drawn only when both allow it).
 Capabilities intersect(const Capabilities& a, const Capabilities& b);
 
 // Generates options.cases cases from options.seed (gen_case) inside what the backend declares

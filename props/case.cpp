@@ -53,6 +53,7 @@ model::BatchSpec to_batch_spec(const Case& c) {
   s.poison_unused_slots = c.poison_unused_slots;
   s.value_scale = c.value_scale;
   s.num_splits = c.num_splits;
+  s.plan_blocks = c.plan_blocks;
   s.seed = c.seed;
   return s;
 }

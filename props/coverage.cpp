@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <bit>
 #include <iomanip>
+#include <iterator>
 #include <sstream>
+#include <vector>
 
 #include "mlaverify/split_plan.h"
 #include "scenarios/scenario.h"
@@ -41,7 +43,38 @@ const char* const kEdges[] = {
     "value scale 16 (|s| in the hundreds)",
     "value scale 1e-3 (near-uniform softmax)",
     "pool not NaN-poisoned",
+    // The balanced split plan's (accepted only where plan_blocks reaches the backend):
+    "balanced split plan (plan_blocks > 0)",
+    "balanced plan: a request on fewer splits than the uniform plan gives it",
 };
+constexpr size_t kFirstPlanEdge = 19;
+static_assert(std::size(kEdges) == kFirstPlanEdge + 2, "Coverage::add flags the edges by index");
+
+// Each real request's split count under the case's plan, as the CPU backend plans it unfolded
+// (the folded plan counts the draft's tiles too, so its counts can differ by a split): num_splits
+// under the uniform plan; under the balanced one the planned n_i (at least 1) over every row,
+// the CUDA-graph padded ones (P = 1, D = max D) included.
+std::vector<int32_t> planned_split_counts(const Case& c) {
+  const int32_t real = c.batch_size();
+  std::vector<int32_t> out(static_cast<size_t>(real), c.num_splits);
+  if (c.plan_blocks <= 0) return out;
+  const int32_t rows = std::max(real, c.graph_padded_bs);
+  auto prefix = [&](int32_t i) {
+    return i < real ? c.requests[static_cast<size_t>(i)].prefix_len : int64_t{1};
+  };
+  auto draft = [&](int32_t i) {
+    return i < real ? static_cast<int64_t>(c.requests[static_cast<size_t>(i)].parents.size())
+                    : int64_t{c.max_draft()};
+  };
+  auto tiles_of = [&](int32_t i) { return plan_tiles(prefix(i), draft(i), false); };
+  auto row_tiles_of = [&](int32_t i) { return plan_row_tiles(draft(i), c.num_heads); };
+  const int32_t chunk =
+      plan_chunk_serial(rows, c.num_splits, c.plan_blocks, tiles_of, row_tiles_of);
+  for (int32_t i = 0; i < real; ++i) {
+    out[static_cast<size_t>(i)] = std::max(1, planned_splits(tiles_of(i), chunk, c.num_splits));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -96,7 +129,9 @@ Coverage::Coverage(const Capabilities& k) : max_heads_(k.max_heads) {
                                      k.padded_extend_rows);
   add("rows past T", "none", true);
   add("rows past T", "some", true);
-  for (const char* e : kEdges) add("edge", e, true);
+  for (size_t e = 0; e < std::size(kEdges); ++e) {
+    add("edge", kEdges[e], e < kFirstPlanEdge || k.balanced_plan);
+  }
 }
 
 void Coverage::count(const std::string& field, const std::string& value) {
@@ -139,17 +174,22 @@ void Coverage::add(const Case& c) {
   count("rows past T", c.tail_rows == 0 ? "none" : "some");
 
   bool p0 = false, p1 = false, tile = false, big_p = false, empty_split = false, d1 = false,
-       d_npot = false, d_big = false, d_edge = false, large = false;
-  for (const auto& r : c.requests) {
+       d_npot = false, d_big = false, d_edge = false, large = false, fewer_splits = false;
+  const std::vector<int32_t> splits = planned_split_counts(c);
+  for (size_t i = 0; i < c.requests.size(); ++i) {
+    const auto& r = c.requests[i];
     const int64_t p = r.prefix_len;
     const auto d = static_cast<int32_t>(r.parents.size());
     p0 = p0 || p == 0;
     p1 = p1 || p == 1;
     tile = tile || (p >= kKvTile - 1 && (p % kKvTile == kKvTile - 1 || p % kKvTile <= 1));
     big_p = big_p || p >= 4097;
+    // Partials 0..num_splits-1 run under either plan, each over split s of the request's count.
     for (int32_t s = 0; s < c.num_splits; ++s) {
-      empty_split = empty_split || split_range(p, c.num_splits, s).empty();
+      empty_split = empty_split || split_range(p, splits[i], s).empty();
     }
+    fewer_splits =
+        fewer_splits || (c.plan_blocks > 0 && splits[i] < nonempty_splits(p, c.num_splits));
     d1 = d1 || d == 1;
     d_npot = d_npot || !std::has_single_bit(static_cast<uint32_t>(d));
     d_big = d_big || d >= 257;
@@ -178,6 +218,8 @@ void Coverage::add(const Case& c) {
   flag(c.value_scale == 16.0, kEdges[16]);
   flag(c.value_scale == 1e-3, kEdges[17]);
   flag(!c.poison_unused_slots, kEdges[18]);
+  flag(c.plan_blocks > 0, kEdges[19]);
+  flag(fewer_splits, kEdges[20]);
 }
 
 void Coverage::merge(const Coverage& other) {

@@ -16,7 +16,8 @@ namespace mlaverify::props {
 struct CoverageRow {
   std::string field;  // "mask_format", "edge"
   std::string value;  // "draft_bits", "P = 0"
-  bool accepted = true;  // the backend declares it takes this value (edges: always)
+  bool accepted = true;  // the backend declares it takes this value (edges: always, but the
+                         // balanced plan's only where Capabilities::balanced_plan says so)
   int32_t cases = 0;     // cases generated with it
 };
 

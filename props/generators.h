@@ -48,6 +48,10 @@ rc::Gen<TreeShape> gen_tree_shape();
 rc::Gen<std::vector<int32_t>> gen_tree(int32_t max_nodes);
 // Prefix lengths 0..max_prefix weighted to 0, 1, kKvTile +- 1 and multiples, small and rare big.
 rc::Gen<int64_t> gen_prefix_len(int64_t max_prefix);
+// VerifyParams::plan_blocks: 0 (the uniform split plan) in about half the draws, else a small
+// count of resident blocks for the balanced plan (1..48, mostly 1..8); always 0 when the
+// declaration excludes the balanced plan. Shrinks towards 0.
+rc::Gen<int32_t> gen_plan_blocks(const Capabilities& caps = {});
 // Whole cases.
 rc::Gen<Case> gen_case(const GenOptions& options = {});
 
@@ -60,8 +64,9 @@ Case normalize_case(Case c, const GenOptions& options = {});
 int64_t case_work(const Case& c);
 
 // Smaller variants of a failing case tried before rapidcheck's own shrinks: drop a request, halve
-// a prefix, drop tree leaves, plain layout and mask, one split, no padding. Each stays inside
-// `caps` (the backend's declaration).
+// a prefix, drop tree leaves, plain layout and mask, one split, the uniform split plan (or the
+// balanced one over a single block), no padding. Each stays inside `caps` (the backend's
+// declaration).
 std::vector<Case> simpler_cases(const Case& c, const Capabilities& caps = {});
 
 }  // namespace mlaverify::props

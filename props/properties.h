@@ -31,7 +31,8 @@ struct PropertyResult {
 PropertyResult check_vs_model(Backend& backend, const Case& c);
 
 // The same case with num_splits = 1 and with the case's own count (or 3 when it is 1): both within
-// the derived bound of each other (compare_runs_within): split-count invariance.
+// the derived bound of each other (compare_runs_within): split-count invariance. Under the
+// balanced plan (plan_blocks > 0, kept in both runs) the count is each request's cap.
 PropertyResult check_split_invariance(Backend& backend, const Case& c);
 
 // Every tree replaced by a chain of the same size: the backend matches an independent causal

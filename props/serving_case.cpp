@@ -58,6 +58,9 @@ VerifyParams params_for(const Case& c, const model::ServingState& st, ServingLau
   p.num_heads = c.num_heads;
   p.max_draft = c.max_draft();
   p.num_splits = c.num_splits;
+  // The balanced plan is a function of the lengths, which compaction leaves alone: both launches
+  // of the property plan the same splits, so their bits must still agree.
+  p.plan_blocks = c.plan_blocks;
   p.sm_scale = static_cast<float>(c.sm_scale);
   const model::KvPool& pool = st.layer(0);
   pool.attach(p);

@@ -170,6 +170,11 @@ void validate_case(const CaseSpec& s) {
         "case.num_splits", -1,
         "need 1.." + std::to_string(kMaxSplits) + ", got " + std::to_string(s.num_splits));
   }
+  if (s.plan_blocks < 0 || s.plan_blocks > kMaxPlanBlocks) {
+    throw InvalidInput("case.plan_blocks", -1,
+                       "need 0.." + std::to_string(kMaxPlanBlocks) + " (0: the uniform plan), got " +
+                           std::to_string(s.plan_blocks));
+  }
 }
 
 std::string_view to_string(SlotOrder v) {
@@ -270,6 +275,7 @@ std::string summary(const CaseSpec& s) {
      << " pad_bs=" << s.graph_padded_bs << (s.poison_unused_slots ? " nan-poison" : "")
      << " scale=" << s.value_scale << " splits=" << s.num_splits << " sm_scale=" << s.sm_scale
      << " seed=" << s.seed;
+  if (s.plan_blocks != 0) os << " plan_blocks=" << s.plan_blocks;
   // The presentation, only where it differs from the default.
   if (s.q_dtype != DType::BF16 || s.q_rope_first || s.q_head_stride != kRowDim) {
     os << " q=" << to_string(s.q_dtype) << (s.q_rope_first ? "/rope_first" : "") << "/"

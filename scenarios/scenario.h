@@ -44,6 +44,11 @@ struct CaseSpec {
   bool poison_unused_slots = true;
   double value_scale = 1.0;  // q and kv ~ N(0, value_scale^2) before rounding to bf16
   int32_t num_splits = 1;
+  // The split plan (VerifyParams::plan_blocks): 0, the uniform plan (every request num_splits
+  // splits); > 0, the balanced plan for that many resident blocks, in which num_splits is only
+  // the cap of each request's own count (split_plan.h). Optional in the JSON form (absent: 0),
+  // and written only when nonzero, so files of the uniform plan read and write as before.
+  int32_t plan_blocks = 0;
   uint64_t seed = 0;
   // How the same values are presented to the backend (model::BatchSpec has the meanings). Each
   // is optional in the JSON form (a file written before they existed reads with these defaults).

@@ -14,6 +14,7 @@
 
 #include "mlaverify/error.h"
 #include "mlaverify/json_nesting.h"
+#include "mlaverify/split_plan.h"
 #include "scenarios/scenario.h"
 
 namespace mlaverify::scenarios {
@@ -188,7 +189,7 @@ CaseSpec read_case(const json& c) {
        "mask_format", "mask_indptr_convention", "mask_word_bytes", "page_size", "slot_order",
        "graph_padded_bs", "poison_unused_slots", "value_scale", "num_splits", "seed", "q_dtype",
        "q_rope_first", "q_head_stride", "o_dtype", "o_head_stride", "k_extend_stride",
-       "kv_indexing", "tail_rows"});
+       "kv_indexing", "tail_rows", "plan_blocks"});
   CaseSpec s;
   const json& reqs = member(c, p, "requests");
   if (!reqs.is_array()) {
@@ -276,6 +277,10 @@ CaseSpec read_case(const json& c) {
   }
   if (const json* v = optional("tail_rows")) {
     s.tail_rows = static_cast<int32_t>(as_int(*v, "case.tail_rows", -1, 0, 64));
+  }
+  // Optional too (absent: 0, the uniform plan every file before it ran).
+  if (const json* v = optional("plan_blocks")) {
+    s.plan_blocks = static_cast<int32_t>(as_int(*v, "case.plan_blocks", -1, 0, kMaxPlanBlocks));
   }
   // Cross-field rules (parent order, token budget, bitpacking width, padding) in one place.
   validate_case(s);
@@ -393,6 +398,9 @@ std::string to_json(const Scenario& sc) {
   c["k_extend_stride"] = s.k_extend_stride;
   c["kv_indexing"] = to_string(s.kv_indexing);
   c["tail_rows"] = s.tail_rows;
+  // Only when set: a uniform-plan case writes the bytes it wrote before the field existed (the
+  // shipped files, and case_identity's digests of uniform cases, stay as they were).
+  if (s.plan_blocks != 0) c["plan_blocks"] = s.plan_blocks;
   ojson doc;
   doc["format"] = kFormatTag;
   doc["version"] = kFormatVersion;

@@ -12,7 +12,9 @@
 //    heads or tokens that a stride skips. The suite checks this with poisoned and guarded buffers.
 //  - num_splits is a request, not a promise: a backend may split the prefix any way it likes
 //    (Numerics::max_partials bounds the result's rounding); one that declares honours_num_splits
-//    runs exactly num_splits prefix chunks (split_plan.h), so its own plans can be compared.
+//    runs exactly num_splits prefix chunks (split_plan.h), so its own plans can be compared;
+//    under the balanced plan (VerifyParams::plan_blocks > 0) num_splits is its cap, and request i
+//    runs the n_i <= num_splits chunks that plan gives it.
 //  - One backend object serves many runs, one at a time, with different shapes and pointers
 //    between runs: nothing may be cached by pointer or by shape without checking both.
 //  - Errors. run() throws InvalidInput for metadata that breaks docs/spec.md §3 and Unsupported
@@ -92,6 +94,11 @@ struct Capabilities {
   bool writes_lse = true;          // false: lse is left alone; properties on lse say so
   bool deterministic = true;       // same inputs, same bits (no atomics in the reduction order)
   bool honours_num_splits = false;  // runs exactly num_splits prefix chunks (split_plan.h)
+  // VerifyParams::plan_blocks > 0 (the balanced split plan) reaches the backend: the generators
+  // draw it only then. The C ABI does not carry plan_blocks (c_api.h), so a plugin's or a Python
+  // backend's declaration says false and its campaigns stay on the uniform plan (a case it
+  // would ignore the field of is a uniform case drawn twice).
+  bool balanced_plan = true;
   Numerics numerics;
 
   // The first declared limit `p` breaks, or yes: what can_implement checks at least.

@@ -231,6 +231,32 @@ TEST(Binary, BadParentExits2NamingTheRequestAndNode) {
   EXPECT_TRUE(contains(root.out, "case.requests[0].parents[0]")) << root.out;
 }
 
+// plan_blocks (optional: the balanced split plan) read strictly: each bad value is one line
+// naming the file and case.plan_blocks, exit code 2; a good value replays green.
+TEST(Binary, BadPlanBlocksExits2NamingTheField) {
+  const fs::path dir = fresh_dir("plan_blocks");
+  const std::string text = slurp(kCases / "hand_mtp_chain4_tile_plus_one.json");
+  const std::string splits = "\"num_splits\": 2,";
+  ASSERT_NE(text.find(splits), std::string::npos) << "the shipped file changed";
+  auto with_plan = [&](const std::string& value, const std::string& name) {
+    std::string t = text;
+    t.replace(t.find(splits), splits.size(), splits + "\n    \"plan_blocks\": " + value + ",");
+    const fs::path p = dir / name;
+    std::ofstream(p) << t;
+    EXPECT_TRUE(nlohmann::json::accept(t)) << "the test file must be well-formed JSON";
+    return p;
+  };
+  int k = 0;
+  for (const char* bad : {"-1", "1048577", "2.5", "\"x\""}) {
+    const fs::path p = with_plan(bad, "bad" + std::to_string(k++) + ".json");
+    const Exec r = mlaverify({"replay", p.string()});
+    EXPECT_EQ(r.code, 2) << bad << "\n" << r.out << r.err;
+    EXPECT_TRUE(contains(r.out, "BAD  " + p.string() + ": case.plan_blocks: ")) << bad << r.out;
+  }
+  const Exec good = mlaverify({"replay", with_plan("3", "good.json").string()});
+  EXPECT_EQ(good.code, 0) << good.out << good.err;
+}
+
 // One bad file in a folder is reported, the others still run, and the summary counts each kind.
 TEST(Binary, OneBadFileInAFolderTheRestStillRun) {
   const fs::path dir = fresh_dir("mixed");

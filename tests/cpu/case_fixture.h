@@ -59,6 +59,7 @@ struct CaseSpec {
   std::vector<int64_t> prefix_lens;           // per request: P_i
   int32_t heads = 2;
   int32_t num_splits = 1;
+  int32_t plan_blocks = 0;  // VerifyParams::plan_blocks: > 0 the balanced plan (num_splits its cap)
   float sm_scale = 0.1352338f;  // deepseek-v3 (docs/spec.md §1)
   DType q_dtype = DType::BF16;
   DType kv_dtype = DType::BF16;
@@ -117,6 +118,7 @@ class Case {
     }
     p.max_total_q = max_total_q();
     p.num_splits = spec_.num_splits;
+    p.plan_blocks = spec_.plan_blocks;
     p.sm_scale = spec_.sm_scale;
     p.q = q_bytes_.data();
     p.q_dtype = spec_.q_dtype;

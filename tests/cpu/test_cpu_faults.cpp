@@ -65,6 +65,14 @@ CaseSpec aimed_at(CpuFault fault) {
       spec.parents = {{-1}, {-1, 0}, {-1}};
       spec.prefix_lens = {2, 3, 1};
       break;
+    case CpuFault::BalancedRangesFromCap:
+      // One block: the balanced plan gives request 0 (5 tiles) one split where the uniform plan
+      // of 4 has 3 non-empty ones, so its split 0 cut as one of 4 covers 128 of the 300 keys.
+      spec.parents = {{-1}, {-1, 0}};
+      spec.prefix_lens = {300, 0};
+      spec.num_splits = 4;
+      spec.plan_blocks = 1;
+      break;
     case CpuFault::VFromWrongColumns:
     case CpuFault::None:
       spec.parents = {{-1, 0, 0}, {-1}};

@@ -57,6 +57,7 @@ TEST(Guarded, CpuPluginEqualsInProcessOverTheSuite) {
   props::CampaignOptions o;
   o.cases = props::cases_from_env(12);
   o.seed = props::seed_from_env(20261202);
+  o.gen.caps.balanced_plan = false;  // the ABI carries no plan_blocks: the uniform plan on both
   const testing::CampaignPair r = testing::run_same_campaign(*in_process, *g, o);
   const props::FuzzReport& rb = r.plugin;
   EXPECT_TRUE(rb.ok()) << rb.to_string();  // no false alarm from the guards

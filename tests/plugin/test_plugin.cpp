@@ -32,6 +32,9 @@ TEST(CpuPlugin, WholePropertySuiteEqualsInProcessBackend) {
   props::CampaignOptions o;
   o.cases = props::cases_from_env(24);
   o.seed = props::seed_from_env(20261201);
+  // The ABI carries no plan_blocks: both campaigns draw the uniform plan only (the in-process
+  // backend would otherwise get balanced-plan cases that the plugin's declaration excludes).
+  o.gen.caps.balanced_plan = false;
   const testing::CampaignPair r = testing::run_same_campaign(*in_process, *loaded, o);
   const props::FuzzReport& rb = r.plugin;
   EXPECT_TRUE(rb.ok()) << rb.to_string();
@@ -55,6 +58,7 @@ TEST(CpuPlugin, DigestSeesADifferentSplitPlan) {
   o.cases = 6;
   o.seed = 7;
   o.properties = {"split_invariance"};
+  o.gen.caps.balanced_plan = false;  // the same cases on both sides (the ABI has no plan_blocks)
   props::run_campaign(a, o);
   props::run_campaign(b, o);
   EXPECT_EQ(a.runs, b.runs);
@@ -150,6 +154,10 @@ TEST(Conversions, CapabilitiesRoundTrip) {
   EXPECT_FALSE(r.strided_q);
   EXPECT_TRUE(r.strided_o);
   EXPECT_EQ(r.numerics.tile_keys, 32);
+  // mlav_params has no plan_blocks, so whatever the C side says, a plugin is not handed the
+  // balanced plan (the C++ default is true).
+  EXPECT_TRUE(k.balanced_plan);
+  EXPECT_FALSE(r.balanced_plan);
   // The C defaults are the C++ defaults.
   const mlav_capabilities dc = to_c_capabilities(Capabilities{});
   const mlav_capabilities cd = mlav_capabilities_default();

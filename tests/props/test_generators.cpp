@@ -109,6 +109,99 @@ TEST(Generators, EdgesAreReached) {
   EXPECT_GT(cache, 0);
 }
 
+// Both split plans are drawn: plan_blocks 0 (uniform) in about half the cases, a small count
+// (1..48) otherwise, and balanced cases in which the chunk search binds (a request planned fewer
+// splits than the uniform plan gives it) are common; a declaration without the balanced plan
+// gets none. 2000 cases cost milliseconds: nothing is run.
+TEST(Generators, BothSplitPlansAreDrawn) {
+  rc::Random r(seed_from_env(20261129));
+  int uniform = 0, balanced = 0, small = 0, fewer = 0;
+  const rc::Gen<Case> g = gen_case();
+  for (int n = 0; n < 2000; ++n) {
+    const Case c = g(r.split(), rc::kNominalSize).value();
+    ASSERT_GE(c.plan_blocks, 0);
+    ASSERT_LE(c.plan_blocks, 48);
+    if (c.plan_blocks == 0) {
+      ++uniform;
+      continue;
+    }
+    ++balanced;
+    small += c.plan_blocks <= 8;
+    Coverage one{Capabilities{}};
+    one.add(c);
+    for (const CoverageRow& row : one.rows()) {
+      if (row.field == "edge" && row.value.rfind("balanced plan: a request", 0) == 0) {
+        fewer += row.cases;
+      }
+    }
+  }
+  std::printf("plan_blocks: %d uniform, %d balanced (%d of them <= 8 blocks, %d with a request "
+              "on fewer splits than uniform)\n",
+              uniform, balanced, small, fewer);
+  EXPECT_GT(uniform, 800);
+  EXPECT_GT(balanced, 800);
+  EXPECT_GT(small, balanced / 2);
+  EXPECT_GT(fewer, balanced / 5);
+
+  GenOptions narrow;
+  narrow.caps.balanced_plan = false;
+  const rc::Gen<Case> gn = gen_case(narrow);
+  for (int n = 0; n < 500; ++n) {
+    ASSERT_EQ(gn(r.split(), rc::kNominalSize).value().plan_blocks, 0);
+  }
+}
+
+// rapidcheck shrinks plan_blocks towards 0: the first shrink of a drawn count is 0, and a drawn
+// balanced case has among its immediate shrinks the same case on the uniform plan. The campaign's
+// own shrinker (simpler_cases) tries the uniform plan and a single block.
+TEST(Generators, PlanBlocksShrinkTowardsZero) {
+  rc::Random r(seed_from_env(20261129));
+  const rc::Gen<int32_t> pg = gen_plan_blocks();
+  int drawn = 0;
+  for (int n = 0; n < 200; ++n) {
+    const rc::Shrinkable<int32_t> v = pg(r.split(), rc::kNominalSize);
+    if (v.value() == 0) continue;
+    ++drawn;
+    auto first = v.shrinks().next();
+    ASSERT_TRUE(first) << v.value() << " has no shrink";
+    EXPECT_EQ(first->value(), 0) << "from " << v.value();
+  }
+  EXPECT_GT(drawn, 50);
+
+  GenOptions o;
+  o.large_every = 0;  // small cases: their immediate shrinks are few
+  const rc::Gen<Case> g = gen_case(o);
+  int checked = 0;
+  for (int n = 0; n < 400 && checked < 5; ++n) {
+    const rc::Shrinkable<Case> sc = g(r.split(), rc::kNominalSize);
+    const Case c = sc.value();
+    if (c.plan_blocks == 0 || c.total_draft() > 64) continue;
+    ++checked;
+    Case want = c;
+    want.plan_blocks = 0;
+    bool found = false;
+    auto shrinks = sc.shrinks();
+    while (auto s = shrinks.next()) {
+      if (s->value() == want) {
+        found = true;
+        break;
+      }
+    }
+    EXPECT_TRUE(found) << "no shrink to the uniform plan of " << scenarios::summary(c);
+    bool uniform = false, single = false;
+    for (const Case& s : simpler_cases(c)) {
+      Case u = s;
+      u.plan_blocks = c.plan_blocks;
+      if (!(u == c)) continue;
+      uniform = uniform || s.plan_blocks == 0;
+      single = single || s.plan_blocks == 1;
+    }
+    EXPECT_TRUE(uniform) << scenarios::summary(c);
+    EXPECT_TRUE(single || c.plan_blocks == 1) << scenarios::summary(c);
+  }
+  EXPECT_EQ(checked, 5);
+}
+
 TEST(Generators, ShowValueReadsAsAScenario) {
   Case c;
   c.requests = {{{-1, 0, 0}, 65}};
@@ -161,6 +254,7 @@ TEST(Generators, DrawOnlyWhatTheBackendTakes) {
   o.caps.draft_sources = bit(DraftKvSource::CacheSlots);
   o.caps.kv_indexings = bit(KvIndexing::TokenI64);
   o.caps.padded_kv_rows = o.caps.strided_q = o.caps.strided_o = false;
+  o.caps.balanced_plan = false;  // a kernel behind the C ABI, which has no plan_blocks
   o.caps.max_heads = 64;
   rc::Gen<Case> g = gen_case(o);
   rc::Random r(seed_from_env(20261129));
@@ -168,6 +262,7 @@ TEST(Generators, DrawOnlyWhatTheBackendTakes) {
   for (int n = 0; n < 300; ++n) {
     const Case c = g(r.split(), rc::kNominalSize).value();
     cov.add(c);
+    ASSERT_EQ(c.plan_blocks, 0) << "the declaration excludes the balanced plan";
     model::VerifyBatch b = build_batch(c);
     const Support s = o.caps.admits(b.params());
     ASSERT_TRUE(s.ok) << s.reason << " for " << scenarios::summary(c);
@@ -177,6 +272,11 @@ TEST(Generators, DrawOnlyWhatTheBackendTakes) {
   const std::string table = cov.to_string();
   EXPECT_NE(table.find("draft_bits"), std::string::npos);
   EXPECT_NE(table.find("(not accepted by the backend)"), std::string::npos);
+  for (const CoverageRow& row : cov.rows()) {
+    if (row.field == "edge" && row.value.find("balanced") != std::string::npos) {
+      EXPECT_FALSE(row.accepted) << row.value;
+    }
+  }
 }
 
 }  // namespace

@@ -45,6 +45,8 @@ std::vector<Entry> catalog() {
       {cpu::CpuFault::NoDiagonal, 6, "a draft node does not see itself"},
       {cpu::CpuFault::OverReadNextRequest, 9, "one key read past kv_indptr[i+1]"},
       {cpu::CpuFault::VFromWrongColumns, 3, "V read at offset 64 of the row"},
+      {cpu::CpuFault::BalancedRangesFromCap, 8,
+       "balanced plan: n_i splits run, each cut as one of num_splits (keys past them unread)"},
   };
   for (const auto& f : faults) {
     out.push_back({"cpu_fault:" + std::string(cpu::fault_name(f.f)), f.bug_class, f.what,

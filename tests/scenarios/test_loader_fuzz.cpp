@@ -42,6 +42,10 @@ std::vector<std::string> seeds() {
   b.spec.kv_dtype = DType::F32;
   b.spec.seed = ~0ull;
   out.push_back(to_json(b));
+  Scenario c = a;  // the balanced plan's optional field, so mutations reach it
+  c.spec.num_splits = 4;
+  c.spec.plan_blocks = 8;
+  out.push_back(to_json(c));
   return out;
 }
 
@@ -68,6 +72,8 @@ const char* kTokens[] = {"-1",
                          "1024",
                          "1025",
                          "4096",
+                         "1048576",  // kMaxPlanBlocks, and one past it
+                         "1048577",
                          "[[[[",
                          "}",
                          ",",

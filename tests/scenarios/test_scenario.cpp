@@ -6,6 +6,7 @@
 #include <string>
 
 #include "mlaverify/error.h"
+#include "mlaverify/split_plan.h"
 #include "scenarios/scenario.h"
 
 namespace mlaverify::scenarios {
@@ -230,6 +231,49 @@ TEST(Scenario, ScalarFields) {
   expect_rejected(sample_with("\"num_splits\": 3", "\"num_splits\": 65"), "case.num_splits", -1);
   expect_rejected(replace_value("seed", "-5"), "case.seed", -1);
   expect_rejected(sample_with(",\n    \"seed\": 18364758544493064720", ""), "case.seed", -1);
+}
+
+// The balanced plan's count: written only when set (a uniform-plan case writes the bytes it
+// wrote before the field existed), read back exactly, and absent means 0, the uniform plan.
+TEST(Scenario, PlanBlocksRoundTripAndDefault) {
+  Scenario a = sample();
+  const std::string uniform = to_json(a);
+  EXPECT_EQ(uniform.find("plan_blocks"), std::string::npos) << uniform;
+  EXPECT_EQ(parse_scenario(uniform).spec.plan_blocks, 0);
+  for (int32_t blocks : {1, 37, kMaxPlanBlocks}) {
+    a.spec.plan_blocks = blocks;
+    const std::string text = to_json(a);
+    EXPECT_NE(text.find("\"plan_blocks\": " + std::to_string(blocks)), std::string::npos) << text;
+    const Scenario b = parse_scenario(text);
+    EXPECT_EQ(b.spec.plan_blocks, blocks);
+    EXPECT_EQ(b, a);
+  }
+  // Written as 0 by hand: the same case as without the key.
+  const std::string zero = sample_with("\"num_splits\": 3", "\"num_splits\": 3,\n    \"plan_blocks\": 0");
+  EXPECT_EQ(parse_scenario(zero), sample());
+}
+
+// Each bad value is one InvalidInput naming case.plan_blocks: below 0, above kMaxPlanBlocks, not
+// an integer, not a number; validate_case (what save_scenario runs) names it too.
+TEST(Scenario, PlanBlocksRejectedNamingTheField) {
+  for (const std::string& bad :
+       {std::string("-1"), std::to_string(kMaxPlanBlocks + 1), std::string("2.5"),
+        std::string("\"x\"")}) {
+    SCOPED_TRACE(bad);
+    expect_rejected(
+        sample_with("\"num_splits\": 3", "\"num_splits\": 3,\n    \"plan_blocks\": " + bad),
+        "case.plan_blocks", -1);
+  }
+  for (int32_t bad : {-1, kMaxPlanBlocks + 1}) {
+    CaseSpec c = sample().spec;
+    c.plan_blocks = bad;
+    try {
+      validate_case(c);
+      ADD_FAILURE() << "plan_blocks " << bad << " accepted";
+    } catch (const InvalidInput& e) {
+      EXPECT_EQ(e.field(), "case.plan_blocks") << e.what();
+    }
+  }
 }
 
 TEST(Scenario, BitpackingWordMustHoldTheDraftBlock) {
