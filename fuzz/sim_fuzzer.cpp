@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,89 +23,89 @@
 
 namespace {
 
+using mlaverify::InvalidInput;
+
 [[noreturn]] void fail(const char* what, const std::string& detail) {
   std::fprintf(stderr, "sim_fuzzer: %s: %s\n", what, detail.c_str());
   std::abort();
 }
 
-void trace(const std::string& text) {
-  std::vector<mlaverify::sim::Arrival> t;
+// What `read` returns, or nothing when it rejects the input with InvalidInput naming a field;
+// any other outcome is a crash.
+template <typename Read>
+auto accepted(Read&& read, const char* reader) -> std::optional<decltype(read())> {
   try {
-    t = mlaverify::sim::parse_trace(text, "trace.csv");
-  } catch (const mlaverify::InvalidInput& e) {
-    if (e.field().empty()) fail("a trace rejection that names no field", e.what());
-    return;
+    return read();
+  } catch (const InvalidInput& e) {
+    if (e.field().empty())
+      fail("a rejection that names no field", reader + std::string(": ") + e.what());
+    return std::nullopt;
   } catch (const std::exception& e) {
-    fail("the trace reader threw something other than InvalidInput", e.what());
+    fail("a reader threw something other than InvalidInput", reader + std::string(": ") + e.what());
+  } catch (...) {
+    fail("a reader threw a non-std exception", reader);
   }
-  if (t.empty()) fail("an accepted trace without requests", text.substr(0, 200));
+}
+
+// The request trace (`simulate --trace`): accepted entries hold the reader's promises (steps
+// >= 0 and non-decreasing, lengths in [1, 2^20]) and read back equal from their own CSV.
+void trace(const std::string& text) {
+  const auto t = accepted([&] { return mlaverify::sim::parse_trace(text, "trace.csv"); }, "trace");
+  if (!t) return;
+  if (t->empty()) fail("an accepted trace without requests", text.substr(0, 200));
   std::string written;
-  for (size_t i = 0; i < t.size(); ++i) {
-    const mlaverify::sim::Arrival& a = t[i];
-    if (a.step < 0 || (i > 0 && a.step < t[i - 1].step) || a.prompt_len < 1 ||
+  for (size_t i = 0; i < t->size(); ++i) {
+    const mlaverify::sim::Arrival& a = (*t)[i];
+    if (a.step < 0 || (i > 0 && a.step < (*t)[i - 1].step) || a.prompt_len < 1 ||
         a.prompt_len > (int64_t{1} << 20) || a.output_len < 1 || a.output_len > (int64_t{1} << 20))
       fail("an accepted trace entry out of range", std::to_string(i));
     written += std::to_string(a.step) + "," + std::to_string(a.prompt_len) + "," +
                std::to_string(a.output_len) + "\n";
   }
-  try {
-    if (mlaverify::sim::parse_trace(written, "written.csv") != t)
-      fail("a trace changed through write and read", written.substr(0, 200));
-  } catch (const mlaverify::InvalidInput& e) {
-    fail("a written trace does not read back", e.what());
-  }
+  const auto back =
+      accepted([&] { return mlaverify::sim::parse_trace(written, "written.csv"); }, "trace");
+  if (!back || *back != *t) fail("a trace changed through write and read", written.substr(0, 200));
 }
-
-}  // namespace
 
 // The accept-length trace (`simulate --accept-trace`): accepted entries are in [1, 1024] and read
 // back equal from their own comma-separated text.
 void accept_trace(const std::string& text) {
-  std::vector<int32_t> t;
-  try {
-    t = mlaverify::sim::parse_accept_trace(text, "accept.txt");
-  } catch (const mlaverify::InvalidInput& e) {
-    if (e.field().empty()) fail("an accept-trace rejection that names no field", e.what());
-    return;
-  } catch (const std::exception& e) {
-    fail("the accept-trace reader threw something other than InvalidInput", e.what());
-  }
+  const auto t =
+      accepted([&] { return mlaverify::sim::parse_accept_trace(text, "accept.txt"); }, "accept");
+  if (!t) return;
   std::string written;
-  for (int32_t v : t) {
+  for (int32_t v : *t) {
     if (v < 1 || v > 1024) fail("an accepted accept length out of range", std::to_string(v));
     written += std::to_string(v) + ",";
   }
-  if (t.empty() || mlaverify::sim::parse_accept_trace(written, "written.txt") != t)
+  const auto back = accepted(
+      [&] { return mlaverify::sim::parse_accept_trace(written, "written.txt"); }, "accept");
+  if (t->empty() || !back || *back != *t)
     fail("an accept trace changed through write and read", written.substr(0, 200));
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
-  trace(std::string(text));
-  accept_trace(std::string(text));
-  using mlaverify::sim::SimScenario;
+// The scenario (`mlaverify replay`): an accepted one reads back equal from its to_json.
+void scenario(std::string_view text) {
   try {
     (void)mlaverify::sim::is_sim_scenario(text);
   } catch (const std::exception& e) {
     fail("is_sim_scenario threw", e.what());
   }
-  SimScenario s;
-  try {
-    s = mlaverify::sim::parse_sim_scenario(text);
-  } catch (const mlaverify::InvalidInput& e) {
-    if (e.field().empty()) fail("a rejection that names no field", e.what());
-    return 0;
-  } catch (const std::exception& e) {
-    fail("the reader threw something other than InvalidInput", e.what());
-  } catch (...) {
-    fail("the reader threw a non-std exception", "");
-  }
-  const std::string written = mlaverify::sim::to_json(s);
-  try {
-    if (!(mlaverify::sim::parse_sim_scenario(written) == s))
-      fail("a scenario changed through write and read", written.substr(0, 400));
-  } catch (const mlaverify::InvalidInput& e) {
-    fail("a written scenario does not read back", e.what());
-  }
+  const auto s = accepted([&] { return mlaverify::sim::parse_sim_scenario(text); }, "scenario");
+  if (!s) return;
+  const std::string written = mlaverify::sim::to_json(*s);
+  const auto back =
+      accepted([&] { return mlaverify::sim::parse_sim_scenario(written); }, "scenario");
+  if (!back || !(*back == *s))
+    fail("a scenario changed through write and read", written.substr(0, 400));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  trace(std::string(text));
+  accept_trace(std::string(text));
+  scenario(text);
   return 0;
 }
