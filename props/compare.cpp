@@ -594,20 +594,27 @@ Comparison compare_runs_within(model::VerifyBatch& batch, const RunOutput& a, co
   return compare_runs_within(batch.params(), views, a, b, declared);
 }
 
-Comparison compare_runs_within(const VerifyParams& p,
-                               const std::vector<std::pair<int32_t, RequestView>>& views,
-                               const RunOutput& a, const RunOutput& b,
-                               const Capabilities& declared) {
+namespace {
+
+// a's requests `views_a` of launch pa against the same requests `views_b` of launch pb.
+Comparison runs_within(const VerifyParams& pa,
+                       const std::vector<std::pair<int32_t, RequestView>>& views_a,
+                       const VerifyParams& pb,
+                       const std::vector<std::pair<int32_t, RequestView>>& views_b,
+                       const RunOutput& a, const RunOutput& b, const Capabilities& declared) {
   Accumulator acc;
-  for (const auto& [i, rv] : views) {
-    Tolerance tol = derive_tolerance(p, i, rv, declared);
-    const double uo = tol.o_unit;
-    const double o_tol = 2.0 * tol.o_abs * (1.0 + 2.0 * uo);
+  for (size_t v = 0; v < views_a.size(); ++v) {
+    const auto& [i, rv] = views_a[v];
+    const Tolerance tol_a = derive_tolerance(pa, i, rv, declared);
+    const Tolerance tol_b = derive_tolerance(pb, views_b[v].first, views_b[v].second, declared);
+    const double uo = tol_a.o_unit;  // the output dtype's, the same for both launches
+    const double o_tol = (tol_a.o_abs + tol_b.o_abs) * (1.0 + 2.0 * uo);
     for (int64_t q = 0; q < rv.draft_nodes; ++q) {
       int64_t t = rv.q_begin + q;
+      int64_t tb = views_b[v].second.q_begin + q;
       for (int32_t h = 0; h < a.heads; ++h) {
         for (int32_t k = 0; k < kLatentDim; ++k) {
-          double x = a.o_at(t, h, k), y = b.o_at(t, h, k);
+          double x = a.o_at(t, h, k), y = b.o_at(tb, h, k);
           double bound = o_tol + 2.0 * uo * std::max(std::fabs(x), std::fabs(y));
           // b plays the reference: its non-finite values are as much a failure as a's.
           if (!std::isfinite(y)) {
@@ -617,12 +624,33 @@ Comparison compare_runs_within(const VerifyParams& p,
           }
         }
         if (declared.writes_lse) {
-          acc.lse(a.lse_at(t, h), b.lse_at(t, h), 2.0 * tol.lse_abs, WorstIndex{i, q, t, h, -1});
+          acc.lse(a.lse_at(t, h), b.lse_at(tb, h), tol_a.lse_abs + tol_b.lse_abs,
+                  WorstIndex{i, q, t, h, -1});
         }
       }
     }
   }
   return acc.finish();
+}
+
+}  // namespace
+
+Comparison compare_runs_within(const VerifyParams& p,
+                               const std::vector<std::pair<int32_t, RequestView>>& views,
+                               const RunOutput& a, const RunOutput& b,
+                               const Capabilities& declared) {
+  return runs_within(p, views, p, views, a, b, declared);
+}
+
+Comparison compare_runs_within(model::VerifyBatch& batch_a, const RunOutput& a,
+                               model::VerifyBatch& batch_b, const RunOutput& b,
+                               const Capabilities& declared) {
+  std::vector<std::pair<int32_t, RequestView>> views_a, views_b;
+  for (int32_t i = 0; i < batch_a.real_batch_size(); ++i) {
+    views_a.emplace_back(i, request_view(batch_a, i));
+    views_b.emplace_back(i, request_view(batch_b, i));
+  }
+  return runs_within(batch_a.params(), views_a, batch_b.params(), views_b, a, b, declared);
 }
 
 Comparison compare_bits(const model::VerifyBatch& batch, const RunOutput& a, const RunOutput& b,

@@ -133,6 +133,13 @@ Comparison compare_runs_within(const VerifyParams& p,
                                const std::vector<std::pair<int32_t, RequestView>>& views,
                                const RunOutput& a, const RunOutput& b,
                                const Capabilities& declared);
+// Two runs of the same requests launched differently (split_invariance: num_splits 1 against
+// k), a from batch_a and b from batch_b: each within its own derived tolerance of the exact
+// result, so |a - b| <= (tol_a + tol_b)(1 + 2 u_o) + 2 u_o max(|a|, |b|) (tol_b counts the
+// partials of b's launch, not a's).
+Comparison compare_runs_within(model::VerifyBatch& batch_a, const RunOutput& a,
+                               model::VerifyBatch& batch_b, const RunOutput& b,
+                               const Capabilities& declared = {});
 
 // Bit-for-bit comparison of requests `requests` (all real ones when empty; padded ones may be
 // named). NaN payloads count: a property of the form "must be identical" means the bits. `b` is

@@ -2,6 +2,7 @@
 // counts as a failure, bit comparison sees one flipped bit, and the derived bound is not vacuous.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -141,6 +142,37 @@ TEST(Compare, RunsWithinBoundOfEachOther) {
   EXPECT_EQ(c.worst.token, 1);
   EXPECT_EQ(c.worst.head, 1);
   EXPECT_EQ(c.worst.column, 5);
+}
+
+// split_invariance's comparison of num_splits 1 against k: each run is within the bound of its
+// own launch (the CPU backend's declaration counts k + 1 partials for k splits), so a difference
+// between tol(1) + tol(1) and tol(1) + tol(k) is within bound; 2 tol(1) alone would call it a
+// failure. Outputs are zero but for one element d, so the element test reads
+// |d| <= o_tol + 2 u_o |d|.
+TEST(Compare, RunsOfDifferentLaunchesEachKeepTheirBound) {
+  Case one = small_case();
+  one.num_splits = 1;
+  Case many = small_case();
+  many.num_splits = 8;
+  model::VerifyBatch b1 = build_batch(one), b8 = build_batch(many);
+  Capabilities k;
+  k.honours_num_splits = true;
+  const Tolerance t1 = derive_tolerance(b1, 0, k), t8 = derive_tolerance(b8, 0, k);
+  ASSERT_GT(t8.o_abs, t1.o_abs) << t8.derivation;  // 9 partials against 2
+  const double u = t1.o_unit;
+  const double lo = 2.0 * t1.o_abs * (1.0 + 2.0 * u), hi = (t1.o_abs + t8.o_abs) * (1.0 + 2.0 * u);
+  model::ModelBackend m;
+  RunOutput o1 = run_backend(m, b1);
+  std::fill(o1.o.begin(), o1.o.end(), 0.0f);
+  RunOutput o8 = o1;
+  const float d = static_cast<float>((lo + hi) / 2.0 / (1.0 - 2.0 * u));
+  ASSERT_GT(static_cast<double>(d) * (1.0 - 2.0 * u), lo);
+  ASSERT_LT(static_cast<double>(d) * (1.0 - 2.0 * u), hi);
+  o8.o[7] = d;  // token 0, head 0, column 7: request 0
+  EXPECT_TRUE(compare_runs_within(b8, o8, b1, o1, k).pass);
+  EXPECT_TRUE(compare_runs_within(b1, o1, b8, o8, k).pass);
+  // One launch's bound for both (the old split_invariance) rejects it.
+  EXPECT_FALSE(compare_runs_within(b1, o8, o1, k).pass);
 }
 
 // The bit comparison's report over every element, the differing ones included (it once left them
