@@ -77,7 +77,9 @@ void showValue(TreeShape shape, std::ostream& os) {
 }
 
 rc::Gen<TreeShape> gen_tree_shape() {
-  // Simplest first: rapidcheck shrinks an element toward the front of the list.
+  // Simplest first, for reading. rapidcheck does not shrink an element choice (its element
+  // generators return unshrinkable values); simpler_cases turns a failing tree into a chain or a
+  // star instead.
   return gen::weightedElement<TreeShape>({{2, TreeShape::Chain},
                                           {1, TreeShape::Star},
                                           {3, TreeShape::Eagle},
@@ -101,8 +103,10 @@ rc::Gen<int32_t> gen_tree_size(int32_t max_nodes) {
 }
 
 // Values weighted as given, only those in `set` (a capability set; all when ~0): each value
-// appears `weight` times, so rapidcheck shrinks toward the first. None in the set: the first
-// value (normalize_case then moves the case to one the backend takes).
+// appears `weight` times. The choice does not shrink (rapidcheck's element generators return
+// unshrinkable values): simpler_cases moves some such fields to their plain values (layout, KV
+// dtype, mask format, page size), the others stay as drawn. None in the set: the first value
+// (normalize_case then moves the case to one the backend takes).
 template <typename E>
 rc::Gen<E> gen_in(uint32_t set, std::initializer_list<std::pair<int, E>> weighted) {
   std::vector<E> pool;
