@@ -109,22 +109,18 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t& r0, u
 // breaks): each product is issued k times on the same accumulator, emulating tensor cores k
 // times slower than the rest of the SM (the RTX PRO 6000's are ~2.4x slower per clock than the
 // H200's). Without it the code is the plain product (the measured kernel's exact PTX).
+#ifndef MLAV_MMA_REPEAT
+#define MLAV_MMA_REPEAT 1
+#endif
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
-#ifdef MLAV_MMA_REPEAT
-#pragma unroll
-  for (int rep = 1; rep < MLAV_MMA_REPEAT; ++rep)
+  static_for<0, MLAV_MMA_REPEAT>([&]<int>() {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%0,%1,%2,%3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  });
 }
 
 // Shared-memory rows are 16-byte units; XOR-swizzling the unit within each group of 8 by the row's
