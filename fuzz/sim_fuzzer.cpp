@@ -9,43 +9,21 @@
 // is_sim_scenario never throws. Anything else, or a sanitizer report, is a crash.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <exception>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "mlaverify/error.h"
+#include "fuzz/fuzz_support.h"
 #include "sim/sim_scenario.h"
 #include "sim/simulation.h"
 
+const char* const mlaverify::fuzzing::kHarness = "sim_fuzzer";
+
 namespace {
 
-using mlaverify::InvalidInput;
-
-[[noreturn]] void fail(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "sim_fuzzer: %s: %s\n", what, detail.c_str());
-  std::abort();
-}
-
-// What `read` returns, or nothing when it rejects the input with InvalidInput naming a field;
-// any other outcome is a crash.
-template <typename Read>
-auto accepted(Read&& read, const char* reader) -> std::optional<decltype(read())> {
-  try {
-    return read();
-  } catch (const InvalidInput& e) {
-    if (e.field().empty())
-      fail("a rejection that names no field", reader + std::string(": ") + e.what());
-    return std::nullopt;
-  } catch (const std::exception& e) {
-    fail("a reader threw something other than InvalidInput", reader + std::string(": ") + e.what());
-  } catch (...) {
-    fail("a reader threw a non-std exception", reader);
-  }
-}
+using mlaverify::fuzzing::accepted;
+using mlaverify::fuzzing::fail;
 
 // The request trace (`simulate --trace`): accepted entries hold the reader's promises (steps
 // >= 0 and non-decreasing, lengths in [1, 2^20]) and read back equal from their own CSV.
