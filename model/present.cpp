@@ -10,6 +10,7 @@
 
 #include "mlaverify/error.h"
 #include "mlaverify/split_plan.h"
+#include "model/storage.h"
 
 namespace mlaverify::model {
 namespace {
@@ -262,15 +263,9 @@ float Presenter::o_lat_value(int64_t t, int32_t h, int32_t k) const {
   if (h < 0 || h >= heads_) throw InvalidInput("h", h, "head outside [0, H)");
   if (k < 0 || k >= kLatentDim) throw InvalidInput("k", k, "column outside [0, 512)");
   if (presented_o()) {
-    const int64_t at = (t * heads_ + h) * how_.o_head_stride + k;
-    if (how_.o_dtype == DType::BF16) {
-      bf16 x;
-      std::memcpy(&x, o_store_.data() + at * 2, 2);
-      return bf16_to_float(x);
-    }
-    float x;
-    std::memcpy(&x, o_store_.data() + at * 4, 4);
-    return x;
+    // Exact: bf16 and fp32 embed in double.
+    return static_cast<float>(
+        load(how_.o_dtype, o_store_.data(), (t * heads_ + h) * how_.o_head_stride + k));
   }
   return bf16_to_float(o_lat_[static_cast<size_t>((t * heads_ + h) * kLatentDim + k)]);
 }

@@ -20,6 +20,7 @@
 #include "model/mask.h"
 #include "model/tree.h"
 #include "model/metadata.h"
+#include "model/storage.h"
 
 namespace mlaverify::cpu::testing {
 
@@ -148,15 +149,8 @@ class Case {
 
   // Output element (token, head, k) widened to float.
   float o(int64_t t, int32_t h, int32_t k) const {
-    size_t index = (static_cast<size_t>(t) * spec_.heads + h) * kLatentDim + k;
-    if (spec_.o_dtype == DType::BF16) {
-      bf16 b;
-      std::memcpy(&b, o_bytes_.data() + index * 2, 2);
-      return bf16_to_float(b);
-    }
-    float f;
-    std::memcpy(&f, o_bytes_.data() + index * 4, 4);
-    return f;
+    return static_cast<float>(model::load(
+        spec_.o_dtype, o_bytes_.data(), (t * int64_t{spec_.heads} + h) * kLatentDim + k));
   }
   float lse(int64_t t, int32_t h) const { return lse_[static_cast<size_t>(t) * spec_.heads + h]; }
   const std::vector<std::byte>& o_bytes() const { return o_bytes_; }
