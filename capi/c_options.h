@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "props/limits.h"
+
 namespace mlaverify::capi {
 
 struct FuzzRequest {
@@ -38,7 +40,7 @@ struct DiagnoseRequest {
   bool operator==(const DiagnoseRequest&) const = default;
 };
 
-inline constexpr int32_t kMaxCases = 1000000;  // the CLI's --cases range
+inline constexpr int32_t kMaxCases = props::kMaxCampaignCases;  // the CLI's --cases range
 
 // text: a JSON object, or null / "" for {}. Throws InvalidInput only.
 FuzzRequest parse_fuzz_options(const char* text);

@@ -11,14 +11,13 @@
 
 #include "mlaverify/backend.h"
 #include "props/campaign.h"
+#include "props/limits.h"
 
 namespace mlaverify::cli {
 
 // Exit codes, the same for every command (main.cpp's --help footer and the README say so too).
-// A campaign's size limits (the CLI's --cases and --shard K/N ranges; report files are held to
-// them too).
-inline constexpr int32_t kMaxCampaignCases = 1000000;
-inline constexpr int32_t kMaxShards = 1000000;
+using props::kMaxCampaignCases;  // props/limits.h: --cases, --shard K/N, report files
+using props::kMaxShards;
 inline constexpr int kExitPass = 0;      // everything asked for was checked, and it held
 inline constexpr int kExitFail = 1;      // a mismatch; or nothing was verified (every case of a
                                          // property, or every scenario, skipped by the backend)

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "mlaverify/error.h"
+#include "props/limits.h"
 
 namespace mlaverify::props {
 
@@ -221,8 +222,9 @@ int32_t cases_from_env(int32_t fallback) {
   if (!s || !*s) return fallback;
   char* end = nullptr;
   long v = std::strtol(s, &end, 10);
-  if (end == s || *end != '\0' || v < 1 || v > 1000000) {
-    throw InvalidInput("MLAV_CASES", -1, "need an integer in 1..1000000");
+  if (end == s || *end != '\0' || v < 1 || v > kMaxCampaignCases) {
+    throw InvalidInput("MLAV_CASES", -1,
+                       "need an integer in 1.." + std::to_string(kMaxCampaignCases));
   }
   return static_cast<int32_t>(v);
 }
