@@ -123,7 +123,7 @@ CampaignReport run_fuzz(const FuzzOptions& options, std::ostream& out);
 CampaignReport run_fuzz(Backend& backend, const FuzzOptions& options, std::ostream& out);
 int fuzz(const FuzzOptions& options, std::ostream& out);
 
-// "K/N" -> (K, N) with 0 <= K < N <= 1000000; InvalidInput("shard", -1, ...) otherwise.
+// "K/N" -> (K, N) with 0 <= K < N <= kMaxShards; InvalidInput("shard", -1, ...) otherwise.
 void parse_shard(const std::string& text, int32_t& index, int32_t& count);
 
 // Combines the reports of the N shards of one campaign into the campaign's report (judged).

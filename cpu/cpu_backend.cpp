@@ -505,20 +505,13 @@ void CpuBackend::run(const VerifyParams& given) {
   // The split plan (split_plan.h), as the CUDA kernel plans it on the device: uniform, or
   // balanced by each request's real length (plan_blocks > 0).
   ctx.splits.assign(p.batch_size, p.num_splits);
-  if (p.plan_blocks > 0) {
-    auto tiles_of = [&](int32_t i) {
-      return plan_tiles(ctx.extents[i].prefix_len, ctx.extents[i].draft_nodes, ctx.folded);
-    };
-    auto row_tiles_of = [&](int32_t i) {
-      return plan_row_tiles(ctx.extents[i].draft_nodes, p.num_heads);
-    };
-    const int32_t chunk =
-        plan_chunk_serial(p.batch_size, p.num_splits, p.plan_blocks, tiles_of, row_tiles_of);
-    // A request without tiles plans 0 splits; its ranges are empty under any count, so it
-    // keeps 1 here (the range functions divide by the count).
-    for (int32_t i = 0; i < p.batch_size; ++i)
-      ctx.splits[i] = std::max(1, planned_splits(tiles_of(i), chunk, p.num_splits));
-  }
+  plan_split_counts(
+      p.batch_size, p.num_splits, p.plan_blocks,
+      [&](int32_t i) {
+        return plan_tiles(ctx.extents[i].prefix_len, ctx.extents[i].draft_nodes, ctx.folded);
+      },
+      [&](int32_t i) { return plan_row_tiles(ctx.extents[i].draft_nodes, p.num_heads); },
+      [&](int32_t i, int32_t n) { ctx.splits[i] = n; });
   // workspace_bytes is what a caller provisions from the static maxima; the CPU itself only
   // needs the partials of the T = qo_indptr[bs] real rows (a huge max_total_q must not allocate).
   workspace_.resize(static_cast<size_t>(num_partials(p.num_splits)) *

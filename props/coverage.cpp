@@ -57,7 +57,6 @@ static_assert(std::size(kEdges) == kFirstPlanEdge + 2, "Coverage::add flags the 
 std::vector<int32_t> planned_split_counts(const Case& c) {
   const int32_t real = c.batch_size();
   std::vector<int32_t> out(static_cast<size_t>(real), c.num_splits);
-  if (c.plan_blocks <= 0) return out;
   const int32_t rows = std::max(real, c.graph_padded_bs);
   auto prefix = [&](int32_t i) {
     return i < real ? c.requests[static_cast<size_t>(i)].prefix_len : int64_t{1};
@@ -66,13 +65,13 @@ std::vector<int32_t> planned_split_counts(const Case& c) {
     return i < real ? static_cast<int64_t>(c.requests[static_cast<size_t>(i)].parents.size())
                     : int64_t{c.max_draft()};
   };
-  auto tiles_of = [&](int32_t i) { return plan_tiles(prefix(i), draft(i), false); };
-  auto row_tiles_of = [&](int32_t i) { return plan_row_tiles(draft(i), c.num_heads); };
-  const int32_t chunk =
-      plan_chunk_serial(rows, c.num_splits, c.plan_blocks, tiles_of, row_tiles_of);
-  for (int32_t i = 0; i < real; ++i) {
-    out[static_cast<size_t>(i)] = std::max(1, planned_splits(tiles_of(i), chunk, c.num_splits));
-  }
+  plan_split_counts(
+      rows, c.num_splits, c.plan_blocks,
+      [&](int32_t i) { return plan_tiles(prefix(i), draft(i), false); },
+      [&](int32_t i) { return plan_row_tiles(draft(i), c.num_heads); },
+      [&](int32_t i, int32_t n) {
+        if (i < real) out[static_cast<size_t>(i)] = n;
+      });
   return out;
 }
 

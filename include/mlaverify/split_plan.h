@@ -173,6 +173,25 @@ MLAV_HD int32_t plan_chunk_serial(int32_t batch_size, int32_t cap, int32_t block
   });
 }
 
+// Every request's split count (host: the CPU backend, the property suite's coverage), handed to
+// set(i, n): num_splits under the uniform plan (plan_blocks 0), else the balanced plan's n_i,
+// at least 1 (a request without tiles has empty ranges under any count, and the range functions
+// divide by it).
+template <class Tiles, class RowTiles, class Set>
+void plan_split_counts(int32_t batch_size, int32_t num_splits, int32_t plan_blocks,
+                       Tiles&& tiles_of, RowTiles&& row_tiles_of, Set&& set) {
+  if (plan_blocks <= 0) {
+    for (int32_t i = 0; i < batch_size; ++i) set(i, num_splits);
+    return;
+  }
+  const int32_t chunk =
+      plan_chunk_serial(batch_size, num_splits, plan_blocks, tiles_of, row_tiles_of);
+  for (int32_t i = 0; i < batch_size; ++i) {
+    const int32_t n = planned_splits(tiles_of(i), chunk, num_splits);
+    set(i, n < 1 ? 1 : n);
+  }
+}
+
 // Partials per (token, head): splits 0..num_splits-1 over the prefix, then one more (index
 // num_splits) for the tree-masked draft block (unused, never read, under the folded plan). Each
 // partial is (o[512] fp32 normalized, lse fp32).
