@@ -107,6 +107,24 @@ void CudaBackend::run(const VerifyParams& given) {
   const VerifyParams p = with_token_indices(given, state_->kv_indptr, state_->kv_indices);
   validate_host_params(p);
   if (Support s = can_implement(p); !s) throw Unsupported("cuda backend: " + s.reason);
+  if (!lost_.empty()) throw BackendLost(lost_);
+  try {
+    run_on_device(p);
+  } catch (const CudaError& e) {
+    // A fault inside a kernel (illegal address, trap) poisons the CUDA context: every later call
+    // in this process fails with the same error, whatever its input. Reported as BackendLost, so
+    // a property campaign stops at this case instead of counting every later case as failed and
+    // "shrinking" to the first simpler case it tries (it did: an illegal address at case 6 became
+    // bs 1, P 0). cudaDeviceReset does not bring the device back here (the next context's first
+    // call fails with cudaErrorDevicesUnavailable, measured on the H200), so nothing is retried.
+    if (cudaDeviceSynchronize() == cudaSuccess) throw;  // an ordinary, non-sticky failure
+    lost_ = std::string(e.what()) +
+            "; the CUDA context is lost (a kernel fault): this process can run no more CUDA work";
+    throw BackendLost(lost_);
+  }
+}
+
+void CudaBackend::run_on_device(const VerifyParams& p) {
   State& st = *state_;
   if (st.stream == nullptr)
     CUDA_CHECK(cudaStreamCreateWithFlags(&st.stream, cudaStreamNonBlocking));
@@ -143,7 +161,13 @@ void CudaBackend::run(const VerifyParams& given) {
   // Outputs go down too, so rows the kernel does not write come back as the caller left them.
   d.o_lat = stage(st.o, p.o_lat, o_extent(p) * obytes);
   d.lse = static_cast<float*>(stage(st.lse, p.lse, p.max_total_q * p.num_heads * 4));
-  void* ws = st.ws.reserve(VerifyKernel::workspace_bytes(d));
+  const size_t ws_bytes = VerifyKernel::workspace_bytes(d);
+  void* ws = st.ws.reserve(ws_bytes);
+  // The kernel may assume nothing about the workspace it is given (a server hands it the buffer
+  // the last step used): every run gets one full of 0x7f bytes (int32 2,139,062,143, float
+  // 3.4e38), so a read of an entry this run did not write is loud now, and in a replay of the
+  // case alone, not only after some earlier case happened to leave the wrong values behind.
+  CUDA_CHECK(cudaMemsetAsync(ws, kWorkspacePoison, ws_bytes, st.stream));
 
   VerifyKernel kernel;
   kernel.initialize(d, ws, st.stream);

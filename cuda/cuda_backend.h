@@ -10,6 +10,9 @@
 
 namespace mlaverify::cuda {
 
+// The byte CudaBackend fills every run's workspace with before the kernels (run()).
+inline constexpr int kWorkspacePoison = 0x7f;
+
 // Whether a CUDA device is usable here; when not, why (for GTEST_SKIP and can_implement).
 Support cuda_device_available();
 
@@ -30,7 +33,9 @@ class CudaBackend : public Backend {
   size_t workspace_bytes(const VerifyParams& p) const override;
   // Validates the host metadata (InvalidInput), stages every input buffer by its static extent
   // (max_total_q rows, the pool's extent from kv_layout and pool_slots, kv_indices_len, mask_len),
-  // launches, and copies o_lat and lse back (unwritten rows keep the caller's contents).
+  // fills the workspace with kWorkspacePoison bytes, launches, and copies o_lat and lse back
+  // (unwritten rows keep the caller's contents). A CUDA failure throws CudaError; one that lost
+  // the context (a kernel fault) throws BackendLost, as does every later run of this backend.
   void run(const VerifyParams& p) override;
   // The split plan of the last run (VerifyKernel::folded): the CPU backend's CpuOptions::folded
   // that runs the same sums, for CPU-vs-CUDA comparisons.
@@ -39,8 +44,10 @@ class CudaBackend : public Backend {
   double last_device_ms() const override { return last_device_ms_; }
 
  private:
+  void run_on_device(const VerifyParams& p);  // run() past the host checks
   struct State;
   std::unique_ptr<State> state_;
+  std::string lost_;  // why the context was lost; empty while it is not
   bool last_run_folded_ = false;
   double last_device_ms_ = -1;
 };

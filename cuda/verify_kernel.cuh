@@ -328,8 +328,13 @@ __device__ __forceinline__ BlockUnit block_unit(const PartialArgs& args) {
   const uint2 u = __ldcg(reinterpret_cast<const uint2*>(args.plan +
                                                          plan_units_word(args.p.batch_size)) +
                          blockIdx.x);
-  return {static_cast<int32_t>(u.x), static_cast<int32_t>(u.y & 0xffffu),
-          static_cast<int32_t>(u.y >> 16), static_cast<int32_t>(blockIdx.x) < count};
+  // Entries past the count are whatever the workspace held (the caller's buffer, last step's
+  // plan): a block past it gets request 0, row tile 0, split 0, so code that reads the unit's
+  // request before testing `valid` stays inside the metadata (the wgmma kernel read a stale
+  // request's extent: found by the property suite, cuda/NOTES.md v22).
+  const bool valid = static_cast<int32_t>(blockIdx.x) < count;
+  return {valid ? static_cast<int32_t>(u.x) : 0, valid ? static_cast<int32_t>(u.y & 0xffffu) : 0,
+          valid ? static_cast<int32_t>(u.y >> 16) : 0, valid};
 }
 // The block's unit once more, where it is needed again after the main loop has started: in the
 // uniform plan the block index (a special register, re-read for free); in the balanced plan a

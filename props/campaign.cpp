@@ -29,14 +29,18 @@ std::string FuzzReport::to_string() const {
     os << "  FAILED " << f.property << " at case " << f.case_index << ", shrunk in "
        << f.shrink_steps << " steps (" << f.shrink_evals << " evals) to "
        << scenarios::summary(f.shrunk.spec) << "\n    " << f.detail << "\n";
+    if (f.backend_lost) os << "    " << f.shrunk.note << "\n";
     if (!f.file.empty()) os << "    written to " << f.file.string() << "\n";
   }
+  if (backend_lost)
+    os << "  BACKEND LOST: the campaign stopped after case " << cases_run << " of "
+       << cases_planned << "; replay the written case alone to reproduce it\n";
   return os.str();
 }
 
 ShrinkResult shrink_failure(Backend& backend, const PropertyInfo& property, const Case& failing,
                             const PropertyResult& first_result, int32_t max_evals) {
-  ShrinkResult r{failing, first_result, 0, 0};
+  ShrinkResult r{failing, first_result, 0, 0, false, ""};
   bool progress = true;
   while (progress && r.evals < max_evals) {
     progress = false;
@@ -44,6 +48,13 @@ ShrinkResult shrink_failure(Backend& backend, const PropertyInfo& property, cons
       if (r.evals >= max_evals) break;
       ++r.evals;
       PropertyResult res = property.fn(backend, candidate);
+      // A lost backend fails every case: that is no evidence about this one. Stop here with the
+      // last case that failed on a live backend (the campaign stops too).
+      if (res.backend_lost) {
+        r.lost = true;
+        r.lost_detail = res.detail;
+        return r;
+      }
       if (!res.ok && !res.skipped) {
         r.smallest = candidate;
         r.result = std::move(res);
@@ -173,7 +184,11 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
       ++st.failed;
       dead[k] = true;
       any_failed = true;
-      ShrinkResult sh = shrink_failure(backend, *selected[k], c, res, o.max_shrink_evals);
+      // A lost backend (a CUDA kernel fault) fails whatever it is given from here on: the case
+      // is kept as generated, and the campaign ends after it (below).
+      ShrinkResult sh = res.backend_lost
+                            ? ShrinkResult{c, res, 0, 0, true, res.detail}
+                            : shrink_failure(backend, *selected[k], c, res, o.max_shrink_evals);
       Failure f;
       f.property = std::string(selected[k]->name);
       f.case_index = n + 1;
@@ -185,6 +200,14 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
       f.shrunk.note = "found by run_campaign seed " + std::to_string(o.seed) + " at case " +
                       std::to_string(n + 1) + ", shrunk in " + std::to_string(sh.steps) +
                       " steps; " + sh.result.detail;
+      if (sh.lost) {
+        f.backend_lost = true;
+        f.shrunk.note += res.backend_lost
+                             ? "; not shrunk: the backend was lost on this case"
+                             : "; shrinking stopped: the backend was lost on a simpler case (" +
+                                   sh.lost_detail + ")";
+        f.shrunk.note += "; the campaign stopped here";
+      }
       f.shrink_evals = sh.evals;
       f.shrink_steps = sh.steps;
       if (!o.out_dir.empty()) {
@@ -194,9 +217,15 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
                               std::to_string(n + 1) + ".json");
         scenarios::save_scenario(f.file, f.shrunk);
       }
+      const bool lost = f.backend_lost;
       report.failures.push_back(std::move(f));
+      if (lost) break;
     }
     if (o.on_case) o.on_case(report.cases_run, planned);
+    if (!report.failures.empty() && report.failures.back().backend_lost) {
+      report.backend_lost = true;
+      break;
+    }
     if (any_failed && o.stop_at_first_failure) break;
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

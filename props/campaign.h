@@ -65,6 +65,7 @@ struct Failure {
   int32_t shrink_evals = 0;
   int32_t shrink_steps = 0;    // accepted simplifications
   std::filesystem::path file;  // where it was written (empty if not)
+  bool backend_lost = false;   // the backend was lost on this case or while shrinking it
 };
 
 struct FuzzReport {
@@ -78,6 +79,8 @@ struct FuzzReport {
   std::vector<PropertyStats> stats;  // in all_properties() order, selected ones only
   std::vector<Failure> failures;
   Coverage coverage;  // what the generated cases took (run_campaign: from the backend's caps)
+  // The backend was lost (BackendLost) and the campaign stopped early: cases_run < planned.
+  bool backend_lost = false;
   // Every selected property checked at least one case (a campaign that ran nothing, or a
   // property the backend skipped on every case, proves nothing and is not a pass).
   bool complete() const {
@@ -107,11 +110,15 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& options);
 // Greedy shrinking of a failing case for one property: tries simpler_cases, keeps the first that
 // still fails, repeats; at most max_evals evaluations. Returns the last failing case and its
 // result.
+// A candidate that met a lost backend (PropertyResult::backend_lost) ends the shrinking: `lost`
+// is set and `smallest` is the last case that failed while the backend still ran.
 struct ShrinkResult {
   Case smallest;
   PropertyResult result;
   int32_t evals = 0;
   int32_t steps = 0;
+  bool lost = false;
+  std::string lost_detail;
 };
 ShrinkResult shrink_failure(Backend& backend, const PropertyInfo& property, const Case& failing,
                             const PropertyResult& first_result, int32_t max_evals);

@@ -33,6 +33,8 @@ PropertyResult guarded_property(std::string_view name,
             std::string(name),
             std::string("InvalidInput on a valid case: ") + e.what(),
             {}};
+  } catch (const BackendLost& e) {
+    return {false, false, std::string(name), std::string("backend lost: ") + e.what(), {}, true};
   } catch (const std::exception& e) {
     return {false, false, std::string(name), std::string("exception: ") + e.what(), {}};
   }

@@ -20,6 +20,7 @@ struct PropertyResult {
   std::string property;
   std::string detail;  // what went wrong, where; or why skipped
   std::optional<Comparison> comparison;
+  bool backend_lost = false;  // the backend threw BackendLost: this and every later run fails
 
   static PropertyResult pass(std::string property) {
     return {true, false, std::move(property), "", {}};

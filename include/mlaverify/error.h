@@ -38,4 +38,13 @@ class Unsupported : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A backend that can run nothing more in this process: a CUDA kernel that faults (an illegal
+// address, a trap) poisons the context, and every later call fails with the same error whatever
+// its input. A campaign stops at the case that raised it and keeps that case unshrunk (every
+// simpler case would "fail" too); the backend keeps throwing it on every later run.
+class BackendLost : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace mlaverify

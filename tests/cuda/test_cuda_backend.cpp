@@ -13,10 +13,12 @@
 
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/cuda_check.h"
 #include "mlaverify/error.h"
 #include "model/attention.h"
 #include "model/batch.h"
 #include "model/tree.h"
+#include "tests/cuda/fault_kernel.h"
 #include "tests/cuda/gpu_bounds.h"
 #include "tests/cuda/test_util.h"
 
@@ -464,6 +466,35 @@ TEST_F(CudaLaws, Fp32OutputRoundsToTheBf16Output) {
   const size_t real = static_cast<size_t>(b.real_tokens()) * p.num_heads * kLatentDim;
   for (size_t k = 0; k < real; ++k)
     ASSERT_EQ(float_to_bf16(o32[k]).bits, bits[k]) << "element " << k;
+}
+
+// A kernel fault poisons the CUDA context for the whole process: the backend's next run, and
+// every one after it, throws BackendLost (so a property campaign stops at the case instead of
+// shrinking it against a dead device). In a child process of its own (a death test re-executes
+// the binary, so the child initializes CUDA itself), since no test after it could run; not a
+// CudaLaws test, which the sanitizer runs select, since this fault is deliberate.
+TEST(CudaBackendLostDeathTest, EveryRunAfterAKernelFaultThrowsBackendLost) {
+  MLAV_SKIP_WITHOUT_DEVICE();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        CudaBackend gpu;
+        VerifyBatch b = VerifyBatch::build(law_spec(44));
+        gpu.run(b.params());  // a live context first
+        if (fault_the_context() != cudaErrorIllegalAddress) std::_Exit(3);
+        int lost = 0;
+        for (int k = 0; k < 2; ++k) {
+          try {
+            gpu.run(b.params());
+          } catch (const BackendLost& e) {
+            lost += std::string(e.what()).find("context is lost") != std::string::npos;
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "not BackendLost: %s\n", e.what());
+          }
+        }
+        std::_Exit(lost == 2 ? 0 : 4);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

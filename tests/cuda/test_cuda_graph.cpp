@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/verify_kernel.h"
 #include "mlaverify/split_plan.h"
@@ -105,6 +106,8 @@ TEST_P(CudaGraph, CaptureOnceReplayWithNewContents) {
   d.lse = static_cast<float*>(lse.p);
   ASSERT_TRUE(VerifyKernel::can_implement(d)) << VerifyKernel::can_implement(d).reason;
   DevBuf ws(VerifyKernel::workspace_bytes(d));
+  // A workspace full of garbage, as a server's reused buffer is (CudaBackend does the same).
+  CUDA_CHECK(cudaMemset(ws.p, kWorkspacePoison, VerifyKernel::workspace_bytes(d)));
 
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
