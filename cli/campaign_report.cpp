@@ -12,7 +12,8 @@ void judge(CampaignReport& r) {
   r.not_verified.clear();
   for (const props::PropertyStats& s : r.stats) {
     // Skipped is never green: a property the backend refused on every case checked nothing.
-    if (!s.ran()) {
+    // (After a lost backend the properties not reached are not "never ran": the run failed.)
+    if (!s.ran() && !r.backend_lost) {
       r.not_verified.push_back(s.property + " never ran: " + std::to_string(s.skipped) + " of " +
                                std::to_string(r.cases_run) + " cases skipped" +
                                (s.skip_reason.empty() ? "" : " (" + s.skip_reason + ")"));
@@ -50,6 +51,12 @@ void print_campaign(const CampaignReport& r, std::ostream& out) {
         << " accepted values no case took (more --cases, or a generator hole):";
     for (const std::string& m : r.coverage_missing) out << " " << m << ";";
     out << "\n";
+  }
+  if (r.backend_lost) {
+    out << "BACKEND LOST: the backend could run nothing more after a failure (a CUDA kernel "
+        << "fault loses the context); " << (r.merged_shards.empty() ? "the run" : "a shard")
+        << " stopped there, " << r.cases_run << " of " << r.cases
+        << " cases run. Replay the failing scenario alone to reproduce it\n";
   }
   for (const std::string& line : r.not_verified) out << "NOT VERIFIED: " << line << "\n";
   out << "verdict: "

@@ -43,6 +43,7 @@ ojson campaign_json(std::string_view command, const CampaignReport& r) {
   j["shard_count"] = r.shard_count;
   j["merged_shards"] = r.merged_shards;
   j["cases_run"] = r.cases_run;
+  if (r.backend_lost) j["backend_lost"] = true;  // absent otherwise: older reports read alike
   j["seconds"] = r.seconds;
   // 64 bits as hex: JSON readers that hold numbers as doubles would round a number.
   j["case_digest"] = hex64(r.case_digest);
@@ -286,6 +287,11 @@ CampaignReport parse_report(std::string_view text, const std::string& source) {
   }
   r.cases_run = rd.get<int32_t>(j, "", "cases_run");
   if (r.cases_run < 0 || r.cases_run > r.cases) rd.fail("cases_run", -1, "outside [0, cases]");
+  if (j.contains("backend_lost")) {
+    const nlohmann::json& lost = rd.at(j, "", "backend_lost");
+    if (!lost.is_boolean()) rd.fail("backend_lost", -1, "not true or false");
+    r.backend_lost = lost.get<bool>();
+  }
   r.seconds = rd.get<double>(j, "", "seconds");
   if (!(r.seconds >= 0)) rd.fail("seconds", -1, "negative");
   const std::string digest = rd.get<std::string>(j, "", "case_digest");
@@ -343,6 +349,8 @@ CampaignReport parse_report(std::string_view text, const std::string& source) {
             std::to_string(r.failures.size()) + " entries, but the stats count " +
                 std::to_string(failed_runs) + " failed runs");
   }
+  // A lost backend is recorded with the failure it was lost on (run_campaign).
+  if (r.backend_lost && r.failures.empty()) rd.fail("backend_lost", -1, "true without a failure");
   // Coverage rows (reports written before they existed have none; missing is recomputed).
   if (j.contains("coverage")) {
     const nlohmann::json& rows = rd.array(j, "coverage");

@@ -57,7 +57,9 @@ CampaignReport merge_reports(const std::vector<CampaignReport>& shards,
                          "given twice: " + names[it->second] + " and " + names[i]);
     }
     const int32_t share = props::shard_cases(s.cases, s.shard_index, s.shard_count);
-    if (s.cases_run != share) {
+    // A shard whose backend was lost stopped early, and says so; any other short shard is not
+    // the whole of its share.
+    if (s.backend_lost ? s.cases_run > share : s.cases_run != share) {
       throw InvalidInput("cases_run", -1,
                          std::to_string(s.cases_run) + " in " + names[i] + ", but shard " +
                              std::to_string(s.shard_index) + "/" + std::to_string(s.shard_count) +
@@ -95,6 +97,7 @@ CampaignReport merge_reports(const std::vector<CampaignReport>& shards,
   m.stats = first.stats;
   for (props::PropertyStats& st : m.stats) st = {st.property, 0, 0, 0, ""};
   for (const CampaignReport& s : shards) {
+    m.backend_lost = m.backend_lost || s.backend_lost;
     m.cases_run += s.cases_run;
     m.seconds += s.seconds;
     m.case_digest += s.case_digest;

@@ -3,9 +3,10 @@
 // report texts separated by byte 0x1e. Each is either rejected with InvalidInput naming a field
 // or accepted; an accepted report writes back (the `fuzz --json` document) to text that reads
 // back to a report with the same document; two or more accepted reports either are rejected by
-// merge_reports with InvalidInput, or merge into a complete campaign (cases_run == cases,
-// per-property counts the sums of the shards', failures all of theirs, the verdict as judge
-// gives it). Anything else, or a sanitizer report, is a crash.
+// merge_reports with InvalidInput, or merge into a complete campaign (cases_run == cases, or at
+// most that when a shard's backend was lost, and then the merge's too; per-property counts the
+// sums of the shards', failures all of theirs, the verdict as judge gives it). Anything else, or
+// a sanitizer report, is a crash.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -63,7 +64,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::optional<CampaignReport> m =
       accepted([&] { return mlaverify::cli::merge_reports(shards, names); }, "merge");
   if (!m) return 0;
-  if (m->cases_run != m->cases) fail("a merge that is not the whole campaign", m->backend);
+  bool lost = false;
+  for (const CampaignReport& s : shards) lost = lost || s.backend_lost;
+  if (m->backend_lost != lost) fail("a merge's backend_lost is not its shards'", m->backend);
+  if (lost ? m->cases_run > m->cases : m->cases_run != m->cases)
+    fail("a merge that is not the whole campaign", m->backend);
   for (size_t p = 0; p < m->stats.size(); ++p) {
     int64_t passed = 0, failed = 0, skipped = 0;
     for (const CampaignReport& s : shards) {

@@ -29,18 +29,22 @@ std::string FuzzReport::to_string() const {
     os << "  FAILED " << f.property << " at case " << f.case_index << ", shrunk in "
        << f.shrink_steps << " steps (" << f.shrink_evals << " evals) to "
        << scenarios::summary(f.shrunk.spec) << "\n    " << f.detail << "\n";
-    if (f.backend_lost) os << "    " << f.shrunk.note << "\n";
+    if (f.backend_lost) os << "    BACKEND LOST: " << f.lost_note << "\n";
     if (!f.file.empty()) os << "    written to " << f.file.string() << "\n";
+    if (!f.lost_file.empty()) os << "    the case that lost it: " << f.lost_file.string() << "\n";
   }
-  if (backend_lost)
-    os << "  BACKEND LOST: the campaign stopped after case " << cases_run << " of "
-       << cases_planned << "; replay the written case alone to reproduce it\n";
+  if (backend_lost && !failures.empty()) {
+    os << "  BACKEND LOST: the campaign stopped after case " << failures.back().case_index << " of "
+       << cases_planned
+       << (failures.back().file.empty() ? "" : "; replay the written case alone to reproduce it")
+       << "\n";
+  }
   return os.str();
 }
 
 ShrinkResult shrink_failure(Backend& backend, const PropertyInfo& property, const Case& failing,
                             const PropertyResult& first_result, int32_t max_evals) {
-  ShrinkResult r{failing, first_result, 0, 0, false, ""};
+  ShrinkResult r{failing, first_result, 0, 0, false, "", std::nullopt};
   bool progress = true;
   while (progress && r.evals < max_evals) {
     progress = false;
@@ -53,6 +57,7 @@ ShrinkResult shrink_failure(Backend& backend, const PropertyInfo& property, cons
       if (res.backend_lost) {
         r.lost = true;
         r.lost_detail = res.detail;
+        r.lost_case = candidate;
         return r;
       }
       if (!res.ok && !res.skipped) {
@@ -187,7 +192,7 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
       // A lost backend (a CUDA kernel fault) fails whatever it is given from here on: the case
       // is kept as generated, and the campaign ends after it (below).
       ShrinkResult sh = res.backend_lost
-                            ? ShrinkResult{c, res, 0, 0, true, res.detail}
+                            ? ShrinkResult{c, res, 0, 0, true, res.detail, std::nullopt}
                             : shrink_failure(backend, *selected[k], c, res, o.max_shrink_evals);
       Failure f;
       f.property = std::string(selected[k]->name);
@@ -202,11 +207,12 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
                       " steps; " + sh.result.detail;
       if (sh.lost) {
         f.backend_lost = true;
-        f.shrunk.note += res.backend_lost
-                             ? "; not shrunk: the backend was lost on this case"
-                             : "; shrinking stopped: the backend was lost on a simpler case (" +
-                                   sh.lost_detail + ")";
-        f.shrunk.note += "; the campaign stopped here";
+        f.lost_note = res.backend_lost
+                          ? std::string("not shrunk: the backend was lost on this case")
+                          : "shrinking stopped at evaluation " + std::to_string(sh.evals) +
+                                ": the backend was lost on a simpler case (" + sh.lost_detail +
+                                ")";
+        f.shrunk.note += "; " + f.lost_note + "; the campaign stopped here";
       }
       f.shrink_evals = sh.evals;
       f.shrink_steps = sh.steps;
@@ -216,6 +222,16 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
         f.file = o.out_dir / (f.property + "-" + safe_label + "-" + std::to_string(o.seed) + "-" +
                               std::to_string(n + 1) + ".json");
         scenarios::save_scenario(f.file, f.shrunk);
+        if (sh.lost_case) {
+          scenarios::Scenario lost = f.shrunk;
+          lost.spec = *sh.lost_case;
+          lost.note = "the case on which the backend was lost while shrinking the failure of " +
+                      f.file.filename().string() + " (" + sh.lost_detail + ")";
+          f.lost_file = f.file;
+          f.lost_file.replace_extension();
+          f.lost_file += "-lost.json";
+          scenarios::save_scenario(f.lost_file, lost);
+        }
       }
       const bool lost = f.backend_lost;
       report.failures.push_back(std::move(f));

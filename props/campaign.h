@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,7 +66,12 @@ struct Failure {
   int32_t shrink_evals = 0;
   int32_t shrink_steps = 0;    // accepted simplifications
   std::filesystem::path file;  // where it was written (empty if not)
-  bool backend_lost = false;   // the backend was lost on this case or while shrinking it
+  // The backend was lost (BackendLost) on this case or while shrinking it; lost_note says which.
+  // A loss while shrinking also writes the candidate that met it (the last live failing case is
+  // `shrunk`), to lost_file: the fault may be the worse bug.
+  bool backend_lost = false;
+  std::string lost_note;
+  std::filesystem::path lost_file;
 };
 
 struct FuzzReport {
@@ -79,7 +85,8 @@ struct FuzzReport {
   std::vector<PropertyStats> stats;  // in all_properties() order, selected ones only
   std::vector<Failure> failures;
   Coverage coverage;  // what the generated cases took (run_campaign: from the backend's caps)
-  // The backend was lost (BackendLost) and the campaign stopped early: cases_run < planned.
+  // The backend was lost (BackendLost) and the campaign stopped after that failure's case (the
+  // last failure's case_index); cases_run counts the cases run up to and with it.
   bool backend_lost = false;
   // Every selected property checked at least one case (a campaign that ran nothing, or a
   // property the backend skipped on every case, proves nothing and is not a pass).
@@ -119,6 +126,7 @@ struct ShrinkResult {
   int32_t steps = 0;
   bool lost = false;
   std::string lost_detail;
+  std::optional<Case> lost_case;  // the candidate that met the lost backend
 };
 ShrinkResult shrink_failure(Backend& backend, const PropertyInfo& property, const Case& failing,
                             const PropertyResult& first_result, int32_t max_evals);

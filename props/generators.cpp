@@ -104,8 +104,9 @@ rc::Gen<int32_t> gen_tree_size(int32_t max_nodes) {
 
 // Values weighted as given, only those in `set` (a capability set; all when ~0): each value
 // appears `weight` times. The choice does not shrink (rapidcheck's element generators return
-// unshrinkable values): simpler_cases moves some such fields to their plain values (layout, KV
-// dtype, mask format, page size), the others stay as drawn. None in the set: the first value
+// unshrinkable values): simpler_cases moves such fields to their plain values (layout, KV
+// dtype, mask format, page size, the q / o / k_extend / index presentation); the draft source
+// stays as drawn. None in the set: the first value
 // (normalize_case then moves the case to one the backend takes).
 template <typename E>
 rc::Gen<E> gen_in(uint32_t set, std::initializer_list<std::pair<int, E>> weighted) {
@@ -484,6 +485,22 @@ rc::Gen<Case> gen_case(const GenOptions& o) {
                                    {1, gen_large_case(o)}});
 }
 
+Case plain_presentation(Case c, int group) {
+  if (group < 0 || group == 0) {  // the query
+    c.q_dtype = DType::BF16;
+    c.q_rope_first = false;
+    c.q_head_stride = kRowDim;
+  }
+  if (group < 0 || group == 1) {  // the output
+    c.o_dtype = DType::BF16;
+    c.o_head_stride = kLatentDim;
+  }
+  if (group < 0 || group == 2) c.k_extend_stride = kRowDim;
+  if (group < 0 || group == 3) c.kv_indexing = KvIndexing::TokenI64;
+  if (group < 0 || group == 4) c.tail_rows = 0;
+  return c;
+}
+
 std::vector<Case> simpler_cases(const Case& c, const Capabilities& caps) {
   std::vector<Case> out;
   auto push = [&](Case s) {
@@ -578,6 +595,19 @@ std::vector<Case> simpler_cases(const Case& c, const Capabilities& caps) {
   pages.page_size = 1;
   pages.slot_order = scenarios::SlotOrder::Scattered;
   push(pages);
+  // The plain presentation: the drawn one never shrinks by itself (element choices), and a
+  // shrunk case that keeps "q=f32 tail=7 page_table" for a bug that needs none of it points the
+  // wrong way. All at once first; then, where more than one group differs, one group at a time
+  // for the bugs that need the others (with one group the two would be the same candidate).
+  const Case presented = plain_presentation(c);
+  push(presented);
+  std::vector<Case> groups;
+  for (int g = 0; g < kPresentationGroups; ++g) {
+    Case s = plain_presentation(c, g);
+    if (!(s == c)) groups.push_back(std::move(s));
+  }
+  if (groups.size() > 1)
+    for (Case& s : groups) push(std::move(s));
   Case values = c;
   values.value_scale = 1.0;
   values.poison_unused_slots = true;

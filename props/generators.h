@@ -69,4 +69,10 @@ int64_t case_work(const Case& c);
 // declaration).
 std::vector<Case> simpler_cases(const Case& c, const Capabilities& caps = {});
 
+// The case presented plainly (CaseSpec's presentation fields at their defaults: bf16 q, latent
+// first and dense; bf16 o, dense; dense k_extend rows; int64 token indices; no rows past T), or
+// only group `group` of them (0 q, 1 o, 2 k_extend, 3 kv indexing, 4 tail rows) when >= 0.
+inline constexpr int kPresentationGroups = 5;
+Case plain_presentation(Case c, int group = -1);
+
 }  // namespace mlaverify::props

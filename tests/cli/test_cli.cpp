@@ -199,6 +199,23 @@ TEST(Cli, MergeRefusesReportsOfDifferentCampaigns) {
   CampaignReport short_run = b;
   short_run.cases_run = 1;
   EXPECT_EQ(field_of({a, short_run}), "cases_run");
+  // ... unless its backend was lost there (a CUDA kernel fault stops the run at its failure):
+  // then the merge takes it, and is itself a lost, failed run.
+  CampaignReport lost = short_run;
+  lost.backend_lost = true;
+  lost.stats = {{"vs_model", 0, 1, 0, ""}};
+  lost.failures = {{"vs_model", 2, 0, 0, "bs 1", "backend lost: device gone", ""}};
+  const CampaignReport merged = merge_reports({a, lost}, {"a", "lost"});
+  EXPECT_TRUE(merged.backend_lost);
+  EXPECT_EQ(merged.cases_run, 3);
+  EXPECT_EQ(merged.exit_code, kExitFail);
+  std::ostringstream text;
+  print_campaign(merged, text);
+  EXPECT_NE(text.str().find("BACKEND LOST"), std::string::npos) << text.str();
+  EXPECT_EQ(text.str().find("NOT VERIFIED"), std::string::npos) << text.str();
+  CampaignReport lost_long = lost;
+  lost_long.cases_run = 3;  // more than its share of 2, lost or not
+  EXPECT_EQ(field_of({a, lost_long}), "cases_run");
 }
 
 // A report file is read strictly and held to what `fuzz` can write: each bad field is one
@@ -249,6 +266,19 @@ TEST(Cli, ReportFilesAreReadStrictly) {
   EXPECT_EQ(field_of([](J& j) { j["stats"][0]["failed"] = 0; }), "failures");  // 1 entry, 0 failed
   EXPECT_EQ(field_of([](J& j) { j["failures"][0]["case_index"] = 0; }), "failures[0].case_index");
   EXPECT_EQ(field_of([](J& j) { j["failures"][0]["shrink_evals"] = -1; }), "failures[0]");
+  EXPECT_EQ(field_of([](J& j) { j["backend_lost"] = 1; }), "backend_lost");
+  EXPECT_EQ(field_of([](J& j) {
+              j["backend_lost"] = true;
+              j["failures"] = J::array();
+              j["stats"][0]["failed"] = 0;
+            }),
+            "backend_lost");  // a lost backend comes with the failure it was lost on
+  EXPECT_TRUE(([&] {
+    J j = good;
+    j["backend_lost"] = true;
+    return parse_report(j.dump(), "lost").backend_lost;
+  })());
+  EXPECT_EQ(good.count("backend_lost"), 0u);  // written only when true
   // A number nlohmann cannot hold is malformed JSON, not an escaping out_of_range.
   std::string huge = good.dump();
   huge.replace(huge.find("1.5"), 3, "1e400");

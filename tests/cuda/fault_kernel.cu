@@ -1,5 +1,5 @@
 // A kernel that faults on purpose (a store through a null pointer: cudaErrorIllegalAddress, which
-// poisons the CUDA context), for the test that CudaBackend recovers from a lost context.
+// poisons the CUDA context), for the test that CudaBackend reports the lost context (BackendLost).
 #include <cuda_runtime.h>
 
 #include "tests/cuda/fault_kernel.h"

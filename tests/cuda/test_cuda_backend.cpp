@@ -13,7 +13,6 @@
 
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_backend.h"
-#include "cuda/cuda_check.h"
 #include "mlaverify/error.h"
 #include "model/attention.h"
 #include "model/batch.h"

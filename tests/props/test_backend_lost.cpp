@@ -4,12 +4,16 @@
 // how an illegal address found by the CUDA property suite once shrank to bs 1, P 0.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
+
+#include <unistd.h>
 
 #include "cpu/cpu_backend.h"
 #include "mlaverify/error.h"
 #include "props/campaign.h"
 #include "props/mutants.h"
+#include "scenarios/scenario.h"
 
 namespace mlaverify::props {
 namespace {
@@ -46,7 +50,7 @@ CampaignOptions twenty_cases() {
 TEST(BackendLost, CampaignStopsAtTheCaseAndKeepsItUnshrunk) {
   int32_t lost_case = -1;
   CampaignOptions o = twenty_cases();
-  LosesItsDevice backend(cpu::make_cpu_backend(), 40);  // some properties into case 2 or 3
+  LosesItsDevice backend(cpu::make_cpu_backend(), 40);  // a few cases in (a case runs ~10-20)
   o.on_generated = [&](int32_t n, const Case&) {
     if (backend.runs < 40) lost_case = n;  // the case being run when run 40 comes
   };
@@ -62,7 +66,13 @@ TEST(BackendLost, CampaignStopsAtTheCaseAndKeepsItUnshrunk) {
   EXPECT_EQ(f.shrunk.spec, f.original);
   EXPECT_NE(f.detail.find("backend lost: device lost at run 40"), std::string::npos) << f.detail;
   EXPECT_NE(f.shrunk.note.find("not shrunk"), std::string::npos) << f.shrunk.note;
-  EXPECT_NE(r.to_string().find("BACKEND LOST"), std::string::npos);
+  EXPECT_NE(f.lost_note.find("not shrunk"), std::string::npos) << f.lost_note;
+  EXPECT_TRUE(f.lost_file.empty());  // the case itself is the one that lost it
+  const std::string text = r.to_string();
+  EXPECT_NE(text.find("BACKEND LOST: the campaign stopped after case " +
+                      std::to_string(f.case_index) + " of 20"),
+            std::string::npos)
+      << text;
   EXPECT_EQ(backend.runs, 40);  // no run was attempted after the loss
 }
 
@@ -84,6 +94,11 @@ TEST(BackendLost, ShrinkingStopsAtTheLoss) {
   const int32_t first_fail_run = live.failures[0].case_index;
   LosesItsDevice backend(make_mutant("rope_first_read", cpu::make_cpu_backend()),
                          first_fail_run + 2);
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mlav_backend_lost_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  o.out_dir = dir;
   const FuzzReport r = run_campaign(backend, o);
   ASSERT_EQ(r.failures.size(), 1u) << r.to_string();
   const Failure& f = r.failures[0];
@@ -95,6 +110,15 @@ TEST(BackendLost, ShrinkingStopsAtTheLoss) {
   EXPECT_EQ(f.detail.find("backend lost"), std::string::npos) << f.detail;  // a live result
   EXPECT_NE(f.shrunk.note.find("shrinking stopped"), std::string::npos) << f.shrunk.note;
   EXPECT_EQ(r.cases_run, f.case_index);
+  // Both cases are written: the last live failure, and beside it the candidate that lost it (a
+  // simpler case than the live one's starting point, so different from the original).
+  ASSERT_FALSE(f.file.empty());
+  ASSERT_FALSE(f.lost_file.empty());
+  EXPECT_TRUE(std::filesystem::exists(f.file));
+  const scenarios::Scenario lost = scenarios::load_scenario(f.lost_file);
+  EXPECT_FALSE(lost.spec == f.shrunk.spec);
+  EXPECT_NE(lost.note.find(f.file.filename().string()), std::string::npos) << lost.note;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

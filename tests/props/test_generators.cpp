@@ -202,6 +202,36 @@ TEST(Generators, PlanBlocksShrinkTowardsZero) {
   EXPECT_EQ(checked, 5);
 }
 
+// The drawn presentation (q / o dtypes and strides, k_extend stride, kv indexing, rows past T)
+// comes from element choices, which do not shrink: simpler_cases offers the plain one, all at
+// once, so a shrunk failure that does not need it drops it (before, a CUDA failure shrank to
+// "q=bf16/640 page_table" for a bug that needed neither).
+TEST(Generators, PresentationShrinksToThePlainOne) {
+  rc::Gen<Case> g = gen_case();
+  rc::Random r(seed_from_env(20261129));
+  int checked = 0;
+  for (int n = 0; n < 400 && checked < 20; ++n) {
+    const Case c = g(r.split(), rc::kNominalSize).value();
+    const Case plain = plain_presentation(c);
+    // Every presentation field of CaseSpec (scenario.h) at its default value.
+    scenarios::CaseSpec defaults;
+    EXPECT_EQ(plain.q_dtype, defaults.q_dtype);
+    EXPECT_EQ(plain.q_rope_first, defaults.q_rope_first);
+    EXPECT_EQ(plain.q_head_stride, defaults.q_head_stride);
+    EXPECT_EQ(plain.o_dtype, defaults.o_dtype);
+    EXPECT_EQ(plain.o_head_stride, defaults.o_head_stride);
+    EXPECT_EQ(plain.k_extend_stride, defaults.k_extend_stride);
+    EXPECT_EQ(plain.kv_indexing, defaults.kv_indexing);
+    EXPECT_EQ(plain.tail_rows, defaults.tail_rows);
+    if (plain == c) continue;
+    ++checked;
+    bool found = false;
+    for (const Case& s : simpler_cases(c)) found = found || s == plain;
+    EXPECT_TRUE(found) << scenarios::summary(c);
+  }
+  EXPECT_EQ(checked, 20);
+}
+
 TEST(Generators, ShowValueReadsAsAScenario) {
   Case c;
   c.requests = {{{-1, 0, 0}, 65}};

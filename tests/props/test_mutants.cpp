@@ -52,8 +52,9 @@ std::vector<Entry> catalog() {
     out.push_back({"cpu_fault:" + std::string(cpu::fault_name(f.f)), f.bug_class, f.what,
                    cpu::make_cpu_backend({0, f.f})});
   }
-  std::sort(out.begin(), out.end(),
-            [](const Entry& a, const Entry& b) { return a.bug_class < b.bug_class; });
+  // Stable: within a bug class the rows keep the order above, so adding a mutant moves no other.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Entry& a, const Entry& b) { return a.bug_class < b.bug_class; });
   return out;
 }
 
