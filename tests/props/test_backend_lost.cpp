@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include <unistd.h>
 
@@ -14,29 +15,24 @@
 #include "props/campaign.h"
 #include "props/mutants.h"
 #include "scenarios/scenario.h"
+#include "tests/support/forwarding_backend.h"
 
 namespace mlaverify::props {
 namespace {
 
 // Forwards to `inner` until run number `lose_at` (1-based), which and every run after it throw
 // BackendLost, as CudaBackend does after a kernel fault.
-class LosesItsDevice final : public Backend {
+class LosesItsDevice final : public mlaverify::testing::ForwardingBackend {
  public:
-  LosesItsDevice(BackendPtr inner, int32_t lose_at) : inner_(std::move(inner)), lose_at_(lose_at) {}
-  std::string name() const override { return inner_->name(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
-  Support can_implement(const VerifyParams& p) const override { return inner_->can_implement(p); }
-  size_t workspace_bytes(const VerifyParams& p) const override {
-    return inner_->workspace_bytes(p);
-  }
+  LosesItsDevice(BackendPtr inner, int32_t lose_at)
+      : ForwardingBackend(std::move(inner)), lose_at_(lose_at) {}
   void run(const VerifyParams& p) override {
     if (++runs >= lose_at_) throw BackendLost("device lost at run " + std::to_string(lose_at_));
-    inner_->run(p);
+    ForwardingBackend::run(p);
   }
   int32_t runs = 0;
 
  private:
-  BackendPtr inner_;
   int32_t lose_at_;
 };
 

@@ -12,6 +12,7 @@
 #include "model/model_backend.h"
 #include "props/campaign.h"
 #include "scenarios/scenario.h"
+#include "tests/support/forwarding_backend.h"
 
 #if defined(MLAV_PROPS_HAVE_CUDA)
 #include "cuda/cuda_backend.h"
@@ -102,14 +103,9 @@ INSTANTIATE_TEST_SUITE_P(Backends, PropertySuite,
 // the launches themselves, so a serving_defrag that built its own dense launch again would fail
 // here even though the CPU backend would pass it.
 TEST(ServingDefrag, PassesOnCpuUnderEveryPresentation) {
-  class Recorder final : public Backend {
+  class Recorder final : public mlaverify::testing::ForwardingBackend {
    public:
-    std::string name() const override { return inner_->name(); }
-    Capabilities capabilities() const override { return inner_->capabilities(); }
-    Support can_implement(const VerifyParams& p) const override { return inner_->can_implement(p); }
-    size_t workspace_bytes(const VerifyParams& p) const override {
-      return inner_->workspace_bytes(p);
-    }
+    Recorder() : ForwardingBackend(cpu::make_cpu_backend()) {}
     void run(const VerifyParams& p) override {
       const Case& c = expected;
       ++launches;
@@ -133,14 +129,12 @@ TEST(ServingDefrag, PassesOnCpuUnderEveryPresentation) {
         seen.insert("page table of " + std::to_string(p.page_size));
       }
       if (tail > 0) seen.insert("rows past T");
-      inner_->run(p);
+      ForwardingBackend::run(p);
     }
     Case expected;
     int32_t launches = 0, mismatched = 0;
     std::set<std::string> seen;
 
-   private:
-    BackendPtr inner_ = cpu::make_cpu_backend();
   } cpu;
   CampaignOptions o;
   o.seed = seed_from_env(20261129);

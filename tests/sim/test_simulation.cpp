@@ -12,6 +12,7 @@
 #include "mlaverify/error.h"
 #include "sim/sim_scenario.h"
 #include "sim/simulation.h"
+#include "tests/support/forwarding_backend.h"
 
 namespace mlaverify::sim {
 namespace {
@@ -40,40 +41,31 @@ SimConfig small(int64_t page_size, DefragPolicy policy) {
 
 // The CPU backend, then one output element moved by 2% of the row's largest |o|: a kernel that is
 // wrong in one place.
-class OneWrongElement final : public Backend {
+class OneWrongElement final : public mlaverify::testing::ForwardingBackend {
  public:
+  OneWrongElement() : ForwardingBackend(cpu::make_cpu_backend()) {}
   std::string name() const override { return "one_wrong_element"; }
-  Capabilities capabilities() const override { return cpu_.capabilities(); }
-  Support can_implement(const VerifyParams& p) const override { return cpu_.can_implement(p); }
-  size_t workspace_bytes(const VerifyParams& p) const override { return cpu_.workspace_bytes(p); }
   void run(const VerifyParams& p) override {
-    cpu_.run(p);
+    ForwardingBackend::run(p);
     auto* o = static_cast<bf16*>(p.o_lat);
     float big = 0;
     for (int k = 0; k < kLatentDim; ++k) big = std::max(big, std::fabs(bf16_to_float(o[k])));
     o[7] = float_to_bf16(bf16_to_float(o[7]) + 0.02f * big + 0.01f);
   }
-
- private:
-  cpu::CpuBackend cpu_;
 };
 
 // The CPU backend with a device timer that reports `ms` after every run (-1 before the first).
-class TimedCpu final : public Backend {
+class TimedCpu final : public mlaverify::testing::ForwardingBackend {
  public:
-  explicit TimedCpu(double ms) : ms_(ms) {}
+  explicit TimedCpu(double ms) : ForwardingBackend(cpu::make_cpu_backend()), ms_(ms) {}
   std::string name() const override { return "timed_cpu"; }
-  Capabilities capabilities() const override { return cpu_.capabilities(); }
-  Support can_implement(const VerifyParams& p) const override { return cpu_.can_implement(p); }
-  size_t workspace_bytes(const VerifyParams& p) const override { return cpu_.workspace_bytes(p); }
   void run(const VerifyParams& p) override {
-    cpu_.run(p);
+    ForwardingBackend::run(p);
     last_ = ms_;
   }
   double last_device_ms() const override { return last_; }
 
  private:
-  cpu::CpuBackend cpu_;
   double ms_, last_ = -1;
 };
 
