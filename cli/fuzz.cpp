@@ -89,7 +89,7 @@ CampaignReport run_fuzz(Backend& backend, const FuzzOptions& options, std::ostre
   r.seconds = fr.seconds;
   r.case_digest = fr.case_digest;
   r.stats = fr.stats;
-  r.backend_lost = fr.backend_lost;
+  r.backend_lost = fr.backend_lost();
   for (const props::Failure& f : fr.failures) {
     r.failures.push_back({f.property, f.case_index, f.shrink_steps, f.shrink_evals,
                           scenarios::summary(f.shrunk.spec), f.detail, f.file.string()});

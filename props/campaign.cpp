@@ -33,7 +33,7 @@ std::string FuzzReport::to_string() const {
     if (!f.file.empty()) os << "    written to " << f.file.string() << "\n";
     if (!f.lost_file.empty()) os << "    the case that lost it: " << f.lost_file.string() << "\n";
   }
-  if (backend_lost && !failures.empty()) {
+  if (backend_lost()) {
     os << "  BACKEND LOST: the campaign stopped after case " << failures.back().case_index << " of "
        << cases_planned
        << (failures.back().file.empty() ? "" : "; replay the written case alone to reproduce it")
@@ -45,6 +45,11 @@ std::string FuzzReport::to_string() const {
 ShrinkResult shrink_failure(Backend& backend, const PropertyInfo& property, const Case& failing,
                             const PropertyResult& first_result, int32_t max_evals) {
   ShrinkResult r{failing, first_result, 0, 0, false, "", std::nullopt};
+  if (first_result.backend_lost) {  // every simpler case would "fail" too: nothing to learn
+    r.lost = true;
+    r.lost_detail = first_result.detail;
+    return r;
+  }
   bool progress = true;
   while (progress && r.evals < max_evals) {
     progress = false;
@@ -189,11 +194,9 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
       ++st.failed;
       dead[k] = true;
       any_failed = true;
-      // A lost backend (a CUDA kernel fault) fails whatever it is given from here on: the case
-      // is kept as generated, and the campaign ends after it (below).
-      ShrinkResult sh = res.backend_lost
-                            ? ShrinkResult{c, res, 0, 0, true, res.detail, std::nullopt}
-                            : shrink_failure(backend, *selected[k], c, res, o.max_shrink_evals);
+      // After a lost backend (a CUDA kernel fault) shrink_failure keeps what it has, and the
+      // campaign ends after this case (below).
+      ShrinkResult sh = shrink_failure(backend, *selected[k], c, res, o.max_shrink_evals);
       Failure f;
       f.property = std::string(selected[k]->name);
       f.case_index = n + 1;
@@ -233,15 +236,11 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
           scenarios::save_scenario(f.lost_file, lost);
         }
       }
-      const bool lost = f.backend_lost;
       report.failures.push_back(std::move(f));
-      if (lost) break;
+      if (report.backend_lost()) break;
     }
     if (o.on_case) o.on_case(report.cases_run, planned);
-    if (!report.failures.empty() && report.failures.back().backend_lost) {
-      report.backend_lost = true;
-      break;
-    }
+    if (report.backend_lost()) break;
     if (any_failed && o.stop_at_first_failure) break;
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

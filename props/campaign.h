@@ -86,8 +86,9 @@ struct FuzzReport {
   std::vector<Failure> failures;
   Coverage coverage;  // what the generated cases took (run_campaign: from the backend's caps)
   // The backend was lost (BackendLost) and the campaign stopped after that failure's case (the
-  // last failure's case_index); cases_run counts the cases run up to and with it.
-  bool backend_lost = false;
+  // last failure's case_index, which run_campaign records last); cases_run counts the cases run
+  // up to and with it.
+  bool backend_lost() const { return !failures.empty() && failures.back().backend_lost; }
   // Every selected property checked at least one case (a campaign that ran nothing, or a
   // property the backend skipped on every case, proves nothing and is not a pass).
   bool complete() const {
@@ -117,8 +118,10 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& options);
 // Greedy shrinking of a failing case for one property: tries simpler_cases, keeps the first that
 // still fails, repeats; at most max_evals evaluations. Returns the last failing case and its
 // result.
-// A candidate that met a lost backend (PropertyResult::backend_lost) ends the shrinking: `lost`
-// is set and `smallest` is the last case that failed while the backend still ran.
+// A lost backend (PropertyResult::backend_lost) ends the shrinking, or prevents it when
+// `first_result` already met it: `lost` is set and `smallest` is the last case that failed while
+// the backend still ran (`failing` itself when it never did), `lost_case` the simpler candidate
+// that met the loss, if one did.
 struct ShrinkResult {
   Case smallest;
   PropertyResult result;

@@ -52,7 +52,7 @@ TEST(BackendLost, CampaignStopsAtTheCaseAndKeepsItUnshrunk) {
   };
   const FuzzReport r = run_campaign(backend, o);
   EXPECT_FALSE(r.ok());
-  EXPECT_TRUE(r.backend_lost);
+  EXPECT_TRUE(r.backend_lost());
   ASSERT_EQ(r.failures.size(), 1u) << r.to_string();
   const Failure& f = r.failures[0];
   EXPECT_TRUE(f.backend_lost);
@@ -98,7 +98,7 @@ TEST(BackendLost, ShrinkingStopsAtTheLoss) {
   const FuzzReport r = run_campaign(backend, o);
   ASSERT_EQ(r.failures.size(), 1u) << r.to_string();
   const Failure& f = r.failures[0];
-  EXPECT_TRUE(r.backend_lost);
+  EXPECT_TRUE(r.backend_lost());
   EXPECT_TRUE(f.backend_lost);
   EXPECT_EQ(f.case_index, live.failures[0].case_index);
   EXPECT_EQ(f.shrink_evals, 2);
