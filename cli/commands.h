@@ -86,7 +86,7 @@ struct CampaignReport {
   std::vector<int32_t> merged_shards;  // a merge: the shard indices combined; else empty
 
   int32_t cases_run = 0;
-  // The backend was lost (props::FuzzReport::backend_lost: a CUDA kernel fault): the run stopped
+  // The backend was lost (props::FuzzReport::backend_lost(): a CUDA kernel fault): the run stopped
   // after its failing case, so cases_run may fall short of the run's share. A merge: any shard's.
   bool backend_lost = false;
   double seconds = 0;        // a merge: summed over the shards
