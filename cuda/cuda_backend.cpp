@@ -104,10 +104,10 @@ void CudaBackend::run(const VerifyParams& given) {
   // The kernel reads int64 token-level indices: int32 ids and page tables are translated on the
   // host first (their own checks included). Bad metadata is InvalidInput whether or not a device
   // is present (checked on the host first).
+  if (!lost_.empty()) throw BackendLost(lost_);  // before any runtime call: the context is gone
   const VerifyParams p = with_token_indices(given, state_->kv_indptr, state_->kv_indices);
   validate_host_params(p);
   if (Support s = can_implement(p); !s) throw Unsupported("cuda backend: " + s.reason);
-  if (!lost_.empty()) throw BackendLost(lost_);
   try {
     run_on_device(p);
   } catch (const CudaError& e) {
@@ -117,9 +117,13 @@ void CudaBackend::run(const VerifyParams& given) {
     // "shrinking" to the first simpler case it tries (it did: an illegal address at case 6 became
     // bs 1, P 0). cudaDeviceReset does not bring the device back here (the next context's first
     // call fails with cudaErrorDevicesUnavailable, measured on the H200), so nothing is retried.
-    if (cudaDeviceSynchronize() == cudaSuccess) throw;  // an ordinary, non-sticky failure
+    if (cudaDeviceSynchronize() == cudaSuccess) {
+      cudaGetLastError();  // an ordinary failure (out of memory, ...): not left for the next run
+      throw;
+    }
     lost_ = std::string(e.what()) +
-            "; the CUDA context is lost (a kernel fault): this process can run no more CUDA work";
+            "; the CUDA context is lost (a sticky error: a kernel fault, or a device this "
+            "process cannot use): this process can run no more CUDA work";
     throw BackendLost(lost_);
   }
 }

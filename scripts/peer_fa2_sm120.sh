@@ -37,9 +37,10 @@ PATCH
 # Patch after run.sh installs the wheel (it reinstalls on every run), before FlashInfer imports.
 sed -i 's|^  rc_pip=\$?$|  rc_pip=$?; [ $rc_pip -eq 0 ] \&\& bash "$HERE/patch_smem.sh" 2>\&1 \| tee -a "$LOG"|' "$work/run.sh"
 # Its own JIT cache (a module built from the unpatched header would be reused otherwise), and
-# the Triton and PyTorch peers only with PEER_MAIN=1 (they do not depend on the override).
+# the Triton and PyTorch peers (or whichever step 1 runs in this copy) only with PEER_MAIN=1 (they
+# do not depend on the override).
 sed -i 's|/tmp/fi_ws|/tmp/fi_ws_sm120|g' "$work/run.sh"
-sed -i 's|^python3 bench.py --peers triton,torch|[ "${PEER_MAIN:-0}" = 1 ] \&\& python3 bench.py --peers triton,torch|' "$work/run.sh"
+sed -i 's|^python3 bench.py --peers |[ "${PEER_MAIN:-0}" = 1 ] \&\& python3 bench.py --peers |' "$work/run.sh"
 for want in patch_smem fi_ws_sm120 PEER_MAIN; do
   grep -q "$want" "$work/run.sh" || { echo "run.sh: a step this script edits moved ($want)" >&2; exit 2; }
 done
