@@ -38,8 +38,7 @@ struct PartialArgs {
 // uint2 per unit: x = request, y = row tile | split << 16 (split == num_splits: the draft block
 // of the unfolded plan), in the order the partial kernel's blocks take them (big units first).
 // Units at most: plan_blocks big prefix blocks, one prefix block per row tile of each request
-// too small to count (the refinement takes no chunk with more prefix units: plan_units_fit), and
-// one draft block per row tile.
+// too small to count, and one draft block per row tile.
 MLAV_HD int64_t plan_units_word(int32_t batch_size) { return (2 + int64_t{batch_size} + 1) / 2 * 2; }
 MLAV_HD int64_t plan_max_units(const VerifyParams& p) {
   const int64_t rt = (int64_t{p.max_draft} * p.num_heads + 63) / 64;

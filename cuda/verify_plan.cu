@@ -62,8 +62,6 @@ __global__ void __launch_bounds__(kPlanThreads, 1) verify_plan(const PartialArgs
   __shared__ int32_t s_tiles[kPlanCache], s_rt[kPlanCache];
   __shared__ int64_t red[2][kPlanWarps];  // two buffers: one barrier per block-wide sum
   __shared__ int32_t count[kBuckets + 1], cursor[kBuckets + 1];
-  __shared__ int32_t at_least[kPlanWarps][kRefineMaxTiles + 2];  // the refinement's, per warp
-  __shared__ int64_t est_of[kRefineSteps];
   auto tiles_global = [&](int32_t i) {
     const RequestExtent e = request_extent(p, i);
     return plan_tiles(e.prefix_len, e.draft_nodes, args.folded);
@@ -90,91 +88,25 @@ __global__ void __launch_bounds__(kPlanThreads, 1) verify_plan(const PartialArgs
     parity ^= 1;  // the next sum writes the other buffer; the one after is past a barrier
     return r;
   };
-  int64_t my_max = 0, my_work = 0, my_rows = 0;
+  int64_t my_max = 0, my_work = 0;
   for (int32_t i = threadIdx.x; i < bs; i += kPlanThreads) {
     const int32_t t = tiles_global(i), rt = rt_global(i);
     if (i < kPlanCache) s_tiles[i] = t, s_rt[i] = rt;
     my_max = t > my_max ? t : my_max;
     my_work += int64_t{t} * rt;
-    my_rows += rt;
   }
   if (threadIdx.x <= kBuckets) count[threadIdx.x] = 0;
   MLAV_PT(kPtLoaded);
   const int32_t max_tiles = static_cast<int32_t>(block_reduce(my_max, true));  // and the cache
   const int64_t work = block_reduce(my_work, false);
   MLAV_PT(kPtReduced);
-  int32_t chunk = plan_chunk(work, max_tiles, p.plan_blocks, [&](int32_t c) {
+  const int32_t chunk = plan_chunk(work, max_tiles, p.plan_blocks, [&](int32_t c) {
     int64_t big = 0;
     for (int32_t i = threadIdx.x; i < bs; i += kPlanThreads)
       big += plan_big_blocks(tiles_of(i), rt_of(i), c, cap);
     return block_reduce(big, false);
   });
   MLAV_PT(kPtChunk);
-
-  // The refinement (split_plan.h, plan_chunk_serial's second half): warp w models candidates
-  // w, w + 4, w + 8 on its own counts, with no block barrier between them.
-  int64_t my_units = 0;
-  for (int32_t i = threadIdx.x; i < bs; i += kPlanThreads)
-    my_units += int64_t{rt_of(i)} * planned_splits(tiles_of(i), chunk, cap);
-  const int64_t units0 = block_reduce(my_units, false);
-  if (plan_refines(units0, max_tiles, p.plan_blocks)) {  // the same answer in every thread
-    const int64_t rows = block_reduce(my_rows, false);
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int32_t* al = at_least[warp];
-    auto get = [&](int32_t s) { return int64_t{al[s]}; };
-    for (int32_t q = warp; q < kRefineSteps; q += kPlanWarps) {
-      const int32_t c = refine_candidate(chunk, q);
-      for (int32_t s = lane; s <= max_tiles + 1; s += 32) al[s] = 0;
-      __syncwarp();
-      int64_t units = 0;
-      for (int32_t i = lane; i < bs; i += 32) {
-        const PlanUnits u = plan_units(tiles_of(i), c, cap);
-        const int32_t rt = rt_of(i);
-        units += int64_t{rt} * u.n;
-        if (u.n > 0) atomicAdd(&al[u.a], rt * (u.n - 1)), atomicAdd(&al[u.b], rt);
-      }
-#pragma unroll
-      for (int off = 16; off >= 1; off >>= 1) units += __shfl_xor_sync(0xffffffffu, units, off);
-      __syncwarp();
-      // at_least[s] = units of >= s tiles: lane l sums bins [1 + l per, 1 + (l + 1) per), then
-      // adds what the lanes above it hold.
-      const int32_t per = ceil_div32(max_tiles, 32);
-      const int32_t lo = 1 + lane * per, hi = min(lo + per, max_tiles + 1);
-      int32_t mine = 0;
-      for (int32_t s = lo; s < hi; ++s) mine += al[s];
-      int32_t incl = mine;
-#pragma unroll
-      for (int off = 1; off < 32; off <<= 1) {
-        const int32_t v = __shfl_down_sync(0xffffffffu, incl, off);
-        if (lane + off < 32) incl += v;
-      }
-      int32_t above = incl - mine;
-      for (int32_t s = hi - 1; s >= lo; --s) above += al[s], al[s] = above;
-      __syncwarp();
-      int64_t est = -1;  // -1: not taken (more units than the grid holds)
-      if (plan_units_fit(units, p.plan_blocks, rows)) {
-        est = 0;
-        for (int32_t j = lane; j < p.plan_blocks; j += 32) {
-          const int64_t load = plan_snake_load(get, max_tiles, units, p.plan_blocks, j);
-          est = load > est ? load : est;
-        }
-#pragma unroll
-        for (int off = 16; off >= 1; off >>= 1) {
-          const int64_t o = __shfl_xor_sync(0xffffffffu, est, off);
-          est = o > est ? o : est;
-        }
-      }
-      if (lane == 0) est_of[q] = est;
-      __syncwarp();  // every lane is done with al before the next candidate clears it
-    }
-    __syncthreads();
-    int32_t best = chunk;
-    int64_t best_est = -1;
-    for (int32_t q = 0; q < kRefineSteps; ++q)
-      if (est_of[q] >= 0 && (best_est < 0 || est_of[q] < best_est))
-        best = refine_candidate(chunk, q), best_est = est_of[q];
-    chunk = best;
-  }
 
   auto bucket_of = [&](int32_t tiles, int32_t n) {
     const int32_t k = (kBuckets - 1) * ceil_div32(tiles, n) / chunk;
@@ -229,8 +161,8 @@ void launch_plan(const PartialArgs& args, CUstream_st* stream) {
                   (t[4] - t[0]) * 1e-3, (t[5] - t[0]) * 1e-3);
   }
 #endif
-  // cudaLaunchKernelEx reports this launch's own error; `<<<>>>` + cudaGetLastError() would also
-  // report an ordinary error any earlier runtime call left behind (a caller's failed cudaMalloc).
+  // Launched as the partial and merge kernels are: the call returns this launch's own error,
+  // where cudaGetLastError() after `<<<>>>` may also return an earlier call's (cuda/NOTES.md v23).
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(1);
   config.blockDim = dim3(kPlanThreads);

@@ -2,9 +2,7 @@
 // that both run the same algorithm and agree far more tightly than either agrees with the model.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "mlaverify/hd.h"
 
@@ -155,89 +153,11 @@ MLAV_HD int32_t plan_chunk(int64_t work, int32_t max_tiles, int32_t blocks,
   }
   return lo;
 }
-// ---- The refinement: the chunk whose units a list schedule packs best (cuda/NOTES.md v23) ----
-// One wave of big blocks is the right plan while the units fit one wave. When they do not (a
-// batch of uneven requests: mix-64x100-4000 has 192 prefix units at chunk 32 on 132 blocks), the
-// blocks run as a list schedule, largest first, and how well the second wave fills the gaps
-// depends on the unit sizes: on the H200 chunk 20 ran that batch 10% faster than chunk 32, chunk
-// 17 1% slower (both kernels alike). So when the chunk's prefix units exceed `blocks`, the plan
-// tries the chunks C * k / 16, k = 16 .. 8 (C the searched chunk), each by a model of that
-// schedule: its units in decreasing size dealt to the blocks in a snake order (round r gives the
-// r-th `blocks` units to blocks 0, 1, .. in even rounds and in reverse in odd ones, so the
-// largest of a round lands where the last round put the smallest: for at most two rounds this
-// is the longest-first list schedule itself), each unit costing its tiles plus
-// kPlanUnitCost (its prologue, epilogue and partial write: ~1.3 tiles measured for the sm_120
-// kernel, v16e). The estimate is the largest block's total; the smallest estimate wins, ties to
-// the larger chunk (fewer units), so the searched chunk stays unless another packs strictly
-// better. A candidate with more than `blocks` + the batch's row tiles units is not taken: the
-// partial kernel's grid (plan_max_units) holds that many prefix units, the searched chunk's bound
-// (a grid twice that size cost the wgmma kernel ~5 us per call on every balanced batch, v23). Integer arithmetic: the CPU and the
-// device compute the same estimates and the same chunk. Bounded work: only for at most
-// kRefineMaxBlocks blocks and requests of at most kRefineMaxTiles tiles.
-inline constexpr int32_t kPlanUnitCost = 1;
-inline constexpr int32_t kRefineSteps = 9;  // k = 16 (the searched chunk) down to 8
-inline constexpr int32_t kRefineMaxBlocks = 4096;
-inline constexpr int32_t kRefineMaxTiles = 512;
-// Candidate q (0 .. kRefineSteps - 1) of searched chunk `chunk`: chunk * (16 - q) / 16, at
-// least kMinSplitTiles.
-MLAV_HD int32_t refine_candidate(int32_t chunk, int32_t q) {
-  const int32_t c = chunk * (16 - q) / 16;
-  return c < kMinSplitTiles ? kMinSplitTiles : c;
-}
-// The units of one request at a chunk: n splits, the first n - 1 of `a` tiles, the last of
-// `b` (split_range's division: 1 <= b <= a), each split one unit per row tile.
-struct PlanUnits {
-  int32_t n, a, b;
-};
-MLAV_HD PlanUnits plan_units(int32_t tiles, int32_t chunk, int32_t cap) {
-  const int32_t n = planned_splits(tiles, chunk, cap);
-  if (n == 0) return {0, 0, 0};
-  const int32_t a = ceil_div32(tiles, n);
-  return {n, a, tiles - (n - 1) * a};
-}
-// Whether the refinement runs: `units` prefix units at the searched chunk, the batch's longest
-// request `max_tiles`.
-MLAV_HD bool plan_refines(int64_t units, int32_t max_tiles, int32_t blocks) {
-  return units > blocks && blocks <= kRefineMaxBlocks && max_tiles <= kRefineMaxTiles;
-}
-// Whether a candidate's `units` fit the grid: `blocks` + `row_tiles` (the batch's).
-MLAV_HD bool plan_units_fit(int64_t units, int32_t blocks, int64_t row_tiles) {
-  return units <= int64_t{blocks} + row_tiles;
-}
-// The k-th largest unit (0-based) from `at_least[s]`, the number of units of >= s tiles, which
-// does not increase with s (at_least[1] = the unit count > k): the largest s in [1, top] with
-// at_least[s] > k.
-template <class AtLeast>
-MLAV_HD int32_t plan_kth_size(AtLeast&& at_least, int32_t top, int64_t k) {
-  int32_t lo = 1, hi = top;
-  while (lo < hi) {
-    const int32_t mid = lo + (hi - lo + 1) / 2;
-    if (at_least(mid) > k)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-// Block j's total under the snake deal of `units` units: rounds r = 0, 1, .. give it unit
-// r * blocks + j (even r) or r * blocks + blocks - 1 - j (odd r).
-template <class AtLeast>
-MLAV_HD int64_t plan_snake_load(AtLeast&& at_least, int32_t top, int64_t units, int32_t blocks,
-                                int32_t j) {
-  int64_t load = 0;
-  for (int64_t r = 0;; ++r) {
-    const int64_t k = r * blocks + ((r & 1) ? blocks - 1 - j : j);
-    if (k >= units) break;
-    load += plan_kth_size(at_least, top, k) + kPlanUnitCost;
-  }
-  return load;
-}
-
-// Serial forms (host: the CPU backend and tests) for a batch whose request i has tiles_of(i)
-// tiles and row_tiles_of(i) row tiles. The searched chunk alone:
+// Serial form (host: the CPU backend and tests): the chunk of a batch whose request i has
+// tiles_of(i) tiles and row_tiles_of(i) row tiles.
 template <class Tiles, class RowTiles>
-int32_t plan_search_serial(int32_t batch_size, int32_t cap, int32_t blocks, Tiles&& tiles_of,
-                           RowTiles&& row_tiles_of) {
+MLAV_HD int32_t plan_chunk_serial(int32_t batch_size, int32_t cap, int32_t blocks,
+                                  Tiles&& tiles_of, RowTiles&& row_tiles_of) {
   int32_t max_tiles = 0;
   int64_t work = 0;
   for (int32_t i = 0; i < batch_size; ++i) {
@@ -251,52 +171,6 @@ int32_t plan_search_serial(int32_t batch_size, int32_t cap, int32_t blocks, Tile
       big += plan_big_blocks(tiles_of(i), row_tiles_of(i), c, cap);
     return big;
   });
-}
-// The snake estimate of chunk `c`'s plan (-1 when its units do not fit the grid).
-template <class Tiles, class RowTiles>
-int64_t plan_estimate_serial(int32_t batch_size, int32_t cap, int32_t blocks, int32_t c,
-                             Tiles&& tiles_of, RowTiles&& row_tiles_of) {
-  int32_t max_tiles = 0;
-  int64_t units = 0, row_tiles = 0;
-  for (int32_t i = 0; i < batch_size; ++i)
-    max_tiles = std::max(max_tiles, static_cast<int32_t>(tiles_of(i)));
-  std::vector<int64_t> at_least(static_cast<size_t>(max_tiles) + 2, 0);  // counts, then sums
-  for (int32_t i = 0; i < batch_size; ++i) {
-    const PlanUnits u = plan_units(static_cast<int32_t>(tiles_of(i)), c, cap);
-    const int64_t rt = row_tiles_of(i);
-    units += rt * u.n;
-    row_tiles += rt;
-    if (u.n > 0) at_least[u.a] += rt * (u.n - 1), at_least[u.b] += rt;
-  }
-  if (!plan_units_fit(units, blocks, row_tiles)) return -1;
-  for (int32_t s = max_tiles - 1; s >= 1; --s) at_least[s] += at_least[s + 1];
-  auto get = [&](int32_t s) { return at_least[s]; };
-  int64_t est = 0;
-  for (int32_t j = 0; j < blocks; ++j)
-    est = std::max(est, plan_snake_load(get, max_tiles, units, blocks, j));
-  return est;
-}
-// The plan's chunk: the search, then the refinement.
-template <class Tiles, class RowTiles>
-int32_t plan_chunk_serial(int32_t batch_size, int32_t cap, int32_t blocks, Tiles&& tiles_of,
-                          RowTiles&& row_tiles_of) {
-  const int32_t chunk = plan_search_serial(batch_size, cap, blocks, tiles_of, row_tiles_of);
-  int32_t max_tiles = 0;
-  int64_t units = 0;
-  for (int32_t i = 0; i < batch_size; ++i) {
-    const int32_t t = static_cast<int32_t>(tiles_of(i));
-    max_tiles = std::max(max_tiles, t);
-    units += int64_t{row_tiles_of(i)} * planned_splits(t, chunk, cap);
-  }
-  if (!plan_refines(units, max_tiles, blocks)) return chunk;
-  int32_t best = chunk;
-  int64_t best_est = -1;
-  for (int32_t q = 0; q < kRefineSteps; ++q) {
-    const int32_t c = refine_candidate(chunk, q);
-    const int64_t est = plan_estimate_serial(batch_size, cap, blocks, c, tiles_of, row_tiles_of);
-    if (est >= 0 && (best_est < 0 || est < best_est)) best = c, best_est = est;
-  }
-  return best;
 }
 
 // Every request's split count (host: the CPU backend, the property suite's coverage), handed to

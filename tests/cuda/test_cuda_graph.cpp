@@ -150,7 +150,6 @@ TEST_P(CudaGraph, CaptureOnceReplayWithNewContents) {
   };
 
   std::vector<std::vector<uint16_t>> first_bits;
-  int refined = 0;  // replays whose chunk the refinement changed (split_plan.h)
   for (size_t n = 0; n < batches.size(); ++n) {
     VerifyBatch& b = batches[n];
     std::vector<uint16_t> bits;
@@ -183,7 +182,6 @@ TEST_P(CudaGraph, CaptureOnceReplayWithNewContents) {
       };
       const int32_t chunk = plan_chunk_serial(kBs, kSplits, GetParam(), tiles_of, rt_of);
       EXPECT_EQ(head[1], chunk) << "batch " << n;
-      refined += chunk != plan_search_serial(kBs, kSplits, GetParam(), tiles_of, rt_of);
       for (int32_t i = 0; i < kBs; ++i)
         EXPECT_EQ(head[2 + i], planned_splits(tiles_of(i), chunk, kSplits))
             << "batch " << n << " request " << i;
@@ -193,8 +191,6 @@ TEST_P(CudaGraph, CaptureOnceReplayWithNewContents) {
       ASSERT_FALSE(std::isnan(bf16_to_float(bf16{bits[k]}))) << "batch " << n << " element " << k;
     first_bits.push_back(bits);
   }
-  // The device's refinement was exercised: some replay's chunk is not the searched one.
-  if (GetParam() > 0) EXPECT_GT(refined, 0);
   // Replaying an earlier batch after others gives its first result again: no state leaks
   // between replays through the workspace.
   std::vector<uint16_t> again;

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <vector>
 
 #include "mlaverify/split_plan.h"
@@ -160,10 +159,7 @@ TEST(SplitPlan, BalancedPlanSpreadsTheLongRequest) {
       r.push_back({next(4) == 0 ? next(3) : next(2000), 1 + next(8)});
       row_tiles += r.back().row_tiles;
     }
-    // The searched chunk: its big blocks fit the wave, its units the bound below.
-    c = plan_search_serial(
-        static_cast<int32_t>(r.size()), cap, blocks, [&](int32_t i) { return r[i].tiles; },
-        [&](int32_t i) { return r[i].row_tiles; });
+    c = chunk_of(r, cap, blocks);
     int64_t big = 0, units = 0;
     for (const PlanReq& q : r) {
       const int32_t n = planned_splits(q.tiles, c, cap);
@@ -179,120 +175,7 @@ TEST(SplitPlan, BalancedPlanSpreadsTheLongRequest) {
       ASSERT_LE(big, blocks);
     }
     ASSERT_LE(units, blocks + row_tiles);
-    // The plan's chunk (refined): within the same bound, which the kernel's grid is sized by.
-    c = chunk_of(r, cap, blocks);
-    units = 0;
-    for (const PlanReq& q : r) units += q.row_tiles * planned_splits(q.tiles, c, cap);
-    ASSERT_LE(units, blocks + row_tiles);
   }
-}
-
-// ---- The refinement ----
-// Unit sizes (tiles) of a plan at chunk c, from the range functions the kernels run
-// (split_range), independent of split_plan.h's PlanUnits.
-std::vector<int64_t> unit_tiles(const std::vector<PlanReq>& b, int32_t c, int32_t cap) {
-  std::vector<int64_t> u;
-  for (const PlanReq& q : b) {
-    const int32_t n = planned_splits(q.tiles, c, cap);
-    for (int32_t s = 0; s < n; ++s) {
-      const SplitRange r = split_range(q.tiles * kKvTile, n, s);
-      for (int64_t k = 0; k < q.row_tiles; ++k) u.push_back(tiles_of(r.begin, r.end));
-    }
-  }
-  return u;
-}
-// How the partial kernel's blocks run a plan, modelled independently: units largest first, each
-// to the block that is free first (a list schedule on `blocks` identical blocks), a unit taking
-// its tiles + kPlanUnitCost. Returns the last block's finish.
-int64_t list_schedule(std::vector<int64_t> units, int32_t blocks) {
-  std::sort(units.rbegin(), units.rend());
-  std::vector<int64_t> free_at(static_cast<size_t>(blocks), 0);  // a min-heap
-  auto later = [](int64_t x, int64_t y) { return x > y; };
-  for (int64_t t : units) {
-    std::pop_heap(free_at.begin(), free_at.end(), later);
-    free_at.back() += t + kPlanUnitCost;
-    std::push_heap(free_at.begin(), free_at.end(), later);
-  }
-  return *std::max_element(free_at.begin(), free_at.end());
-}
-int32_t searched_of(const std::vector<PlanReq>& b, int32_t cap, int32_t blocks) {
-  return plan_search_serial(
-      static_cast<int32_t>(b.size()), cap, blocks, [&](int32_t i) { return b[i].tiles; },
-      [&](int32_t i) { return b[i].row_tiles; });
-}
-
-// plan_snake_load from the at-least counts is the deal it describes, done on the sorted list.
-TEST(SplitPlan, SnakeEstimateIsTheDealItDescribes) {
-  uint64_t x = 777;
-  auto next = [&](int64_t n) { x = x * 6364136223846793005ull + 1442695040888963407ull;
-                               return static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(n)); };
-  for (int trial = 0; trial < 200; ++trial) {
-    const int32_t blocks = static_cast<int32_t>(1 + next(40));
-    const int32_t top = static_cast<int32_t>(1 + next(60));
-    std::vector<int64_t> sizes(static_cast<size_t>(next(5 * blocks)));
-    for (int64_t& t : sizes) t = 1 + next(top);
-    std::vector<int64_t> at_least(static_cast<size_t>(top) + 2, 0);
-    for (int64_t t : sizes) ++at_least[t];
-    for (int32_t s = top - 1; s >= 1; --s) at_least[s] += at_least[s + 1];
-    std::sort(sizes.rbegin(), sizes.rend());
-    std::vector<int64_t> dealt(static_cast<size_t>(blocks), 0);
-    for (size_t k = 0; k < sizes.size(); ++k) {
-      const size_t r = k / blocks, j = k % blocks;
-      dealt[r % 2 == 0 ? j : blocks - 1 - j] += sizes[k] + kPlanUnitCost;
-    }
-    for (int32_t j = 0; j < blocks; ++j)
-      ASSERT_EQ(plan_snake_load([&](int32_t s) { return at_least[s]; }, top,
-                                static_cast<int64_t>(sizes.size()), blocks, j),
-                dealt[j])
-          << "trial " << trial << " block " << j;
-  }
-}
-
-// The refinement's purpose, judged by the independent list schedule: mix-64x100-4000 (the
-// benchmark's batch: 64 requests of 100 + 61 i mod 3901 tokens, 2 row tiles each, 132 blocks)
-// finishes sooner at the refined chunk than at the searched one (on the H200 the plans it picks
-// ran 7-10% faster, cuda/NOTES.md v23); over random uneven batches the refined plans finish
-// sooner in sum; batches of equal requests keep the searched chunk (above).
-TEST(SplitPlan, RefinementShortensTheListSchedule) {
-  std::vector<PlanReq> mix;
-  for (int i = 0; i < 64; ++i) mix.push_back({ceil_div(100 + (int64_t{i} * 61) % 3901, kKvTile), 2});
-  const int32_t cap = 31;  // balanced_split_cap(16 heads, D 8, P 4000, 132 blocks)
-  const int32_t searched = searched_of(mix, cap, 132), refined = static_cast<int32_t>(chunk_of(mix, cap, 132));
-  const int64_t before = list_schedule(unit_tiles(mix, searched, cap), 132);
-  const int64_t after = list_schedule(unit_tiles(mix, refined, cap), 132);
-  EXPECT_LT(after, before) << "searched chunk " << searched << ", refined " << refined;
-  std::printf("[plan] mix-64x100-4000 on 132 blocks: chunk %d -> %d, list schedule %lld -> %lld tiles\n",
-              searched, refined, static_cast<long long>(before), static_cast<long long>(after));
-
-  uint64_t x = 4242;
-  auto next = [&](int64_t n) { x = x * 6364136223846793005ull + 1442695040888963407ull;
-                               return static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(n)); };
-  int64_t sum_before = 0, sum_after = 0, changed = 0;
-  for (int trial = 0; trial < 300; ++trial) {
-    const int64_t bs = 2 + next(100);
-    const int32_t blocks = static_cast<int32_t>(8 + next(300));
-    const int64_t rt = 1 + next(16), scale = 1 + next(3000);
-    std::vector<PlanReq> b;
-    for (int64_t i = 0; i < bs; ++i) b.push_back({ceil_div(next(2 * scale), kKvTile), rt});
-    const int32_t s = searched_of(b, kMaxSplits, blocks);
-    const int32_t c = static_cast<int32_t>(chunk_of(b, kMaxSplits, blocks));
-    sum_before += list_schedule(unit_tiles(b, s, kMaxSplits), blocks);
-    sum_after += list_schedule(unit_tiles(b, c, kMaxSplits), blocks);
-    changed += c != s;
-  }
-  EXPECT_LT(sum_after, sum_before);
-  EXPECT_GT(changed, 0);
-  // A batch where a finer chunk (6) would pack better than any that fits but has more units
-  // (49) than the partial kernel's grid holds for them (25 blocks + 19 row tiles): not taken.
-  const std::vector<PlanReq> tight = {{5, 1}, {40, 1}, {0, 4}, {20, 2},
-                                      {0, 2}, {6, 4}, {40, 3}, {20, 2}};
-  const int32_t tc = static_cast<int32_t>(chunk_of(tight, 60, 25));
-  int64_t tight_units = 0;
-  for (const PlanReq& q : tight) tight_units += q.row_tiles * planned_splits(q.tiles, tc, 60);
-  EXPECT_LE(tight_units, 25 + 19) << "chunk " << tc;
-  std::printf("[plan] 300 uneven batches: %lld refined; list schedules %lld -> %lld tiles in sum\n",
-              static_cast<long long>(changed), static_cast<long long>(sum_before),
-              static_cast<long long>(sum_after));
 }
 
 }  // namespace
