@@ -33,11 +33,22 @@ std::unique_ptr<DeviceStaging> make_device_staging() {
 
 namespace {
 
+// A failed call. A sticky error (a kernel fault: the plugin's, on the stream) has lost the CUDA
+// context, and every later call in this process reports it whatever its input: BackendLost, as
+// CudaBackend reports it (a campaign stops at the case instead of shrinking against a dead
+// context; a guarded worker exits and the next call starts a fresh one). Otherwise the error is
+// cleared, so the next run does not inherit it.
 void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    throw std::runtime_error(std::string("CUDA ") + what + ": " + cudaGetErrorName(e) + ": " +
-                             cudaGetErrorString(e));
+  if (e == cudaSuccess) return;
+  const std::string msg =
+      std::string("CUDA ") + what + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
+  if (cudaDeviceSynchronize() != cudaSuccess) {
+    throw BackendLost(msg +
+                      "; the CUDA context is lost (a sticky error: a kernel fault): this process "
+                      "can run no more CUDA work");
   }
+  cudaGetLastError();
+  throw std::runtime_error(msg);
 }
 
 // A grow-only device allocation.
@@ -67,6 +78,32 @@ class CudaStaging final : public DeviceStaging {
   }
 
   void stage(const VerifyParams& p, size_t ws_bytes, size_t guard, void* host_ws) override {
+    if (!lost_.empty()) throw BackendLost(lost_);  // before any runtime call
+    try {
+      stage_on_device(p, ws_bytes, guard, host_ws);
+    } catch (const BackendLost& e) {
+      lost_ = e.what();
+      throw;
+    }
+  }
+
+  const VerifyParams& params() const override { return d_; }
+  void* workspace() override { return ws_ptr_; }
+  void* stream() override { return stream_; }
+  const std::string& lost() const override { return lost_; }
+
+  void finish(const VerifyParams& p, size_t guard, void* host_ws, size_t ws_bytes) override {
+    if (!lost_.empty()) throw BackendLost(lost_);
+    try {
+      finish_on_device(p, guard, host_ws, ws_bytes);
+    } catch (const BackendLost& e) {
+      lost_ = e.what();
+      throw;
+    }
+  }
+
+ private:
+  void stage_on_device(const VerifyParams& p, size_t ws_bytes, size_t guard, void* host_ws) {
     if (stream_ == nullptr) {
       cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream create");
     }
@@ -97,11 +134,7 @@ class CudaStaging final : public DeviceStaging {
     ws_ptr_ = ws + wg;
   }
 
-  const VerifyParams& params() const override { return d_; }
-  void* workspace() override { return ws_ptr_; }
-  void* stream() override { return stream_; }
-
-  void finish(const VerifyParams& p, size_t guard, void* host_ws, size_t ws_bytes) override {
+  void finish_on_device(const VerifyParams& p, size_t guard, void* host_ws, size_t ws_bytes) {
     cuda_check(cudaStreamSynchronize(stream_), "the plugin's work on its stream");
     const auto bytes = buffer_bytes(p);
     for (BufferId b : {kOLat, kLse}) {
@@ -119,12 +152,12 @@ class CudaStaging final : public DeviceStaging {
     }
   }
 
- private:
   cudaStream_t stream_ = nullptr;
   std::array<DeviceBuffer, kNumBuffers> buf_;
   DeviceBuffer ws_;
   unsigned char* ws_ptr_ = nullptr;
   VerifyParams d_{};
+  std::string lost_;  // BackendLost's message once the context is lost
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "mlaverify/backend.h"
 #include "mlaverify/verify_params.h"
@@ -27,9 +28,12 @@ class DeviceStaging {
   virtual void* workspace() = 0;
   virtual void* stream() = 0;  // a cudaStream_t
   // Synchronizes the stream and copies the outputs (with their guards) and the workspace's
-  // guards back to the host. Throws std::runtime_error on a CUDA error (a faulting kernel).
+  // guards back to the host. Throws std::runtime_error on a CUDA error, BackendLost on one that
+  // lost the context (a faulting kernel); stage and finish throw BackendLost from then on.
   virtual void finish(const VerifyParams& p, size_t guard, void* host_workspace,
                       size_t ws_bytes) = 0;
+  // BackendLost's message once the context is lost, else empty.
+  virtual const std::string& lost() const = 0;
 };
 
 std::unique_ptr<DeviceStaging> make_device_staging();

@@ -62,12 +62,13 @@ struct Request {
 // Both ends must agree on these structs: the worker executable is built from the same sources,
 // and its hello carries this stamp so a stale one is refused rather than misread.
 constexpr uint64_t kProtocolStamp =
-    0x6d6c6176'00000001ull ^ (sizeof(VerifyParams) << 16) ^ (sizeof(Capabilities) << 40);
+    0x6d6c6176'00000002ull ^ (sizeof(VerifyParams) << 16) ^ (sizeof(Capabilities) << 40);
 
 struct Reply {
   uint64_t stamp = kProtocolStamp;
   int32_t status = MLAV_OK;  // mlav_status of what the worker's PluginBackend threw
   int32_t memory = 0;
+  int32_t lost = 0;  // 1: it threw BackendLost (its CUDA context is gone): the worker exits
   uint64_t value = 0;  // workspace_bytes
   int64_t index = -1;  // InvalidInput's
   Capabilities caps{};
@@ -150,6 +151,10 @@ int recv_all(int sock, void* data, size_t n, int* fd, double timeout_s) {
 void fill_reply_from(Reply& r, const std::exception_ptr& ep) {
   try {
     std::rethrow_exception(ep);
+  } catch (const BackendLost& e) {
+    r.status = MLAV_ERROR;
+    r.lost = 1;
+    copy_text(r.text, sizeof(r.text), e.what());
   } catch (const InvalidInput& e) {
     r.status = MLAV_INVALID_INPUT;
     r.index = e.index();
@@ -246,6 +251,7 @@ int keep_only_socket(int sock) {
       fill_reply_from(a, std::current_exception());
     }
     if (!send_all(sock, &a, sizeof(a), -1)) break;
+    if (a.lost) _exit(0);  // no more CUDA work here (nor the plugin's teardown on a dead context)
   }
   plugin.reset();
   _exit(0);
@@ -466,6 +472,13 @@ struct GuardedPluginBackend::Worker {
                                " (a failing case; a new worker starts for the next call)");
     }
     if (fd >= 0) worker_gen = region_gen;
+    if (r.lost) {
+      // The worker's CUDA context is lost and it is exiting: wait for it, so the next call starts
+      // a fresh worker (a fresh context) and a campaign goes on shrinking the case.
+      stop();
+      copy_text(r.text, sizeof(r.text),
+                std::string(r.text) + " (in the worker; a new worker starts for the next call)");
+    }
     return r;
   }
 

@@ -310,6 +310,8 @@ size_t PluginBackend::workspace_bytes(const VerifyParams& p) const {
 }
 
 void PluginBackend::run(const VerifyParams& p) {
+  // A lost CUDA context (device_staging.h) first: the plugin's can_implement may call into it.
+  if (device_ && !device_->lost().empty()) throw BackendLost(device_->lost());
   model::validate_params(p);
   if (Support s = can_implement(p); !s) throw Unsupported(name() + ": " + s.reason);
   invoke(p, 0, nullptr, 0);

@@ -12,15 +12,19 @@ if [ ! -f build-cuda/build.ninja ]; then
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DMLAV_WITH_CUDA=ON "${launcher[@]}"
 fi
 targets=(cuda_tests verify_bench racecheck_probe props_tests mlaverify mlaverify_c
-         cuda_plugin_tests mlaverify_cuda_plugin mlaverify-plugin-worker)
+         cuda_plugin_tests mlaverify_cuda_plugin mlav_test_fault_cuda_plugin
+         mlaverify-plugin-worker)
 ninja -C build-cuda -j "$(nproc)" "${targets[@]}"
 mkdir -p .device
 cp build-cuda/tests/cuda/cuda_tests build-cuda/bench/gpu/verify_bench \
   build-cuda/bench/gpu/racecheck_probe build-cuda/tests/props/props_tests build-cuda/cli/mlaverify \
   build-cuda/capi/libmlaverify_c.so .device/
-# The CUDA plugin and its guarded worker, for cuda_plugin_tests on the device (run with
-# MLAV_CUDA_PLUGIN=.device/libmlaverify_cuda_plugin.so MLAV_PLUGIN_WORKER=.device/mlaverify-plugin-worker).
+# The CUDA plugin, the test plugin that loses its context, and the guarded worker, for
+# cuda_plugin_tests on the device (run with MLAV_CUDA_PLUGIN=.device/libmlaverify_cuda_plugin.so
+# MLAV_FAULT_CUDA_PLUGIN=.device/libmlav_test_fault_cuda_plugin.so
+# MLAV_PLUGIN_WORKER=.device/mlaverify-plugin-worker).
 cp build-cuda/tests/plugin/cuda_plugin_tests build-cuda/plugin/libmlaverify_cuda_plugin.so \
+  build-cuda/tests/plugin/libmlav_test_fault_cuda_plugin.so \
   build-cuda/plugin/mlaverify-plugin-worker .device/
 # The CLI's shared libraries beyond libc and libstdc++ (Cairo and what it pulls in: the device
 # image has no -dev packages and may lack them); scripts/device_simulate.sh puts them on its path.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cuda/cuda_backend.h"
+#include "mlaverify/error.h"
 #include "plugin/guarded.h"
 #include "plugin/plugin_backend.h"
 #include "props/campaign.h"
@@ -23,6 +24,12 @@ namespace {
 std::string plugin_path() {
   const char* e = std::getenv("MLAV_CUDA_PLUGIN");
   return e != nullptr && *e != '\0' ? std::string(e) : std::string(MLAV_CUDA_PLUGIN);
+}
+
+// The plugin that loses its context on purpose (fault_cuda_plugin.cu): its path, as above.
+std::string fault_plugin_path() {
+  const char* e = std::getenv("MLAV_FAULT_CUDA_PLUGIN");
+  return e != nullptr && *e != '\0' ? std::string(e) : std::string(MLAV_FAULT_CUDA_PLUGIN);
 }
 
 props::Case small_case() {
@@ -87,6 +94,67 @@ TEST(CudaPlugin, GuardedSuiteEqualsInProcessBackend) {
   GuardedPluginBackend g(parse_plugin_spec(plugin_path() + "?guarded"));
   suite_equals_in_process(g, "cuda plugin, guarded");
   EXPECT_EQ(g.workers_started(), 1);
+}
+
+// A plugin's kernel fault loses the process's CUDA context. In process, that run and every later
+// one throw BackendLost (a campaign stops at the case, as with CudaBackend), the later ones
+// before any CUDA call. In a child process of its own (a death test), since nothing after it
+// could run CUDA; batch size 2 faults, batch size 1 does not.
+// The death test's child: a live run, the faulting one and a plain one after it; 0 when both
+// of the last two threw BackendLost.
+int lost_runs_exit_code() {
+  auto b = load_plugin(fault_plugin_path(), "fault_bs=2");
+  props::Case one = small_case();
+  one.requests.resize(1);
+  model::VerifyBatch plain = props::build_batch(one);
+  model::VerifyBatch faulting = props::build_batch(small_case());
+  b->run(plain.params());  // a live context first
+  int lost = 0;
+  for (model::VerifyBatch* batch : {&faulting, &plain}) {
+    try {
+      b->run(batch->params());
+    } catch (const BackendLost& e) {
+      lost += std::string(e.what()).find("context is lost") != std::string::npos;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "not BackendLost: %s\n", e.what());
+    }
+  }
+  return lost == 2 ? 0 : 4;
+}
+
+TEST(CudaPluginLostDeathTest, InProcessFaultIsBackendLostOnEveryLaterRun) {
+  if (Support dev = cuda::cuda_device_available(); !dev) {
+    GTEST_SKIP() << "no CUDA device: " << dev.reason;
+  }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::_Exit(lost_runs_exit_code()), ::testing::ExitedWithCode(0), "");
+}
+
+// Guarded, the fault is the worker's: the run fails as a case does (not BackendLost), the worker
+// exits, and the next call runs in a fresh worker with a live context, so a campaign goes on
+// shrinking the case.
+TEST(CudaPlugin, GuardedFaultFailsTheRunAndAFreshWorkerRunsTheNext) {
+  if (Support dev = cuda::cuda_device_available(); !dev) {
+    GTEST_SKIP() << "no CUDA device: " << dev.reason;
+  }
+  GuardedPluginBackend g(parse_plugin_spec(fault_plugin_path() + "?guarded&fault_bs=2"));
+  props::Case one = small_case();
+  one.requests.resize(1);
+  model::VerifyBatch plain = props::build_batch(one), faulting = props::build_batch(small_case());
+  g.run(plain.params());
+  std::string why;
+  try {
+    g.run(faulting.params());
+  } catch (const BackendLost& e) {
+    ADD_FAILURE() << "BackendLost from a guarded run: " << e.what();
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  EXPECT_NE(why.find("context is lost"), std::string::npos) << why;
+  EXPECT_NE(why.find("a new worker starts"), std::string::npos) << why;
+  EXPECT_NO_THROW(g.run(plain.params()));
+  EXPECT_EQ(g.workers_started(), 2);
+  std::printf("[cuda plugin, guarded] a faulting run: %s\n", why.c_str());
 }
 
 }  // namespace
