@@ -96,10 +96,6 @@ TEST(CudaPlugin, GuardedSuiteEqualsInProcessBackend) {
   EXPECT_EQ(g.workers_started(), 1);
 }
 
-// A plugin's kernel fault loses the process's CUDA context. In process, that run and every later
-// one throw BackendLost (a campaign stops at the case, as with CudaBackend), the later ones
-// before any CUDA call. In a child process of its own (a death test), since nothing after it
-// could run CUDA; batch size 2 faults, batch size 1 does not.
 // The death test's child: a live run, the faulting one and a plain one after it; 0 when both
 // of the last two threw BackendLost.
 int lost_runs_exit_code() {
@@ -122,6 +118,10 @@ int lost_runs_exit_code() {
   return lost == 2 ? 0 : 4;
 }
 
+// A plugin's kernel fault loses the process's CUDA context. In process, that run and every later
+// one throw BackendLost (a campaign stops at the case, as with CudaBackend), the later ones
+// before any CUDA call. In a child process of its own (a death test), since nothing after it
+// could run CUDA; batch size 2 faults, batch size 1 does not.
 TEST(CudaPluginLostDeathTest, InProcessFaultIsBackendLostOnEveryLaterRun) {
   if (Support dev = cuda::cuda_device_available(); !dev) {
     GTEST_SKIP() << "no CUDA device: " << dev.reason;
