@@ -103,7 +103,7 @@ size_t CudaBackend::workspace_bytes(const VerifyParams& p) const {
 void CudaBackend::run(const VerifyParams& given) {
   // The kernel reads int64 token-level indices: int32 ids and page tables are translated on the
   // host first (their own checks included). Bad metadata is InvalidInput whether or not a device
-  // is present (checked on the host first).
+  // is present (checked on the host first), once the context is lost BackendLost.
   if (!lost_.empty()) throw BackendLost(lost_);  // before any runtime call: the context is gone
   const VerifyParams p = with_token_indices(given, state_->kv_indptr, state_->kv_indices);
   validate_host_params(p);

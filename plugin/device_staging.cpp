@@ -44,8 +44,8 @@ void cuda_check(cudaError_t e, const char* what) {
       std::string("CUDA ") + what + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
   if (cudaDeviceSynchronize() != cudaSuccess) {
     throw BackendLost(msg +
-                      "; the CUDA context is lost (a sticky error: a kernel fault): this process "
-                      "can run no more CUDA work");
+                      "; the CUDA context is lost (a sticky error: a kernel fault, or a device "
+                      "this process cannot use): this process can run no more CUDA work");
   }
   cudaGetLastError();
   throw std::runtime_error(msg);

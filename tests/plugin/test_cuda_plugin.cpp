@@ -119,9 +119,9 @@ int lost_runs_exit_code() {
 }
 
 // A plugin's kernel fault loses the process's CUDA context. In process, that run and every later
-// one throw BackendLost (a campaign stops at the case, as with CudaBackend), the later ones
-// before any CUDA call. In a child process of its own (a death test), since nothing after it
-// could run CUDA; batch size 2 faults, batch size 1 does not.
+// one throw BackendLost (a campaign stops at the case, as with CudaBackend). In a child process of
+// its own (a death test), since nothing after it could run CUDA; batch size 2 faults, batch size
+// 1 does not.
 TEST(CudaPluginLostDeathTest, InProcessFaultIsBackendLostOnEveryLaterRun) {
   if (Support dev = cuda::cuda_device_available(); !dev) {
     GTEST_SKIP() << "no CUDA device: " << dev.reason;
