@@ -121,10 +121,9 @@ void CudaBackend::run(const VerifyParams& given) {
       cudaGetLastError();  // an ordinary failure (out of memory, ...): not left for the next run
       throw;
     }
-    lost_ = std::string(e.what()) +
-            "; the CUDA context is lost (a sticky error: a kernel fault, or a device this "
-            "process cannot use): this process can run no more CUDA work";
-    throw BackendLost(lost_);
+    const BackendLost lost = BackendLost::cuda_context(e.what());
+    lost_ = lost.what();
+    throw lost;
   }
 }
 

@@ -42,11 +42,7 @@ void cuda_check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
   const std::string msg =
       std::string("CUDA ") + what + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
-  if (cudaDeviceSynchronize() != cudaSuccess) {
-    throw BackendLost(msg +
-                      "; the CUDA context is lost (a sticky error: a kernel fault, or a device "
-                      "this process cannot use): this process can run no more CUDA work");
-  }
+  if (cudaDeviceSynchronize() != cudaSuccess) throw BackendLost::cuda_context(msg);
   cudaGetLastError();
   throw std::runtime_error(msg);
 }
@@ -78,13 +74,7 @@ class CudaStaging final : public DeviceStaging {
   }
 
   void stage(const VerifyParams& p, size_t ws_bytes, size_t guard, void* host_ws) override {
-    if (!lost_.empty()) throw BackendLost(lost_);  // before any runtime call
-    try {
-      stage_on_device(p, ws_bytes, guard, host_ws);
-    } catch (const BackendLost& e) {
-      lost_ = e.what();
-      throw;
-    }
+    keeping_lost([&] { stage_on_device(p, ws_bytes, guard, host_ws); });
   }
 
   const VerifyParams& params() const override { return d_; }
@@ -93,16 +83,23 @@ class CudaStaging final : public DeviceStaging {
   const std::string& lost() const override { return lost_; }
 
   void finish(const VerifyParams& p, size_t guard, void* host_ws, size_t ws_bytes) override {
+    keeping_lost([&] { finish_on_device(p, guard, host_ws, ws_bytes); });
+  }
+
+ private:
+  // Runs `f` unless the context is already lost (then BackendLost before any runtime call), and
+  // remembers a loss that `f` meets.
+  template <class F>
+  void keeping_lost(F&& f) {
     if (!lost_.empty()) throw BackendLost(lost_);
     try {
-      finish_on_device(p, guard, host_ws, ws_bytes);
+      f();
     } catch (const BackendLost& e) {
       lost_ = e.what();
       throw;
     }
   }
 
- private:
   void stage_on_device(const VerifyParams& p, size_t ws_bytes, size_t guard, void* host_ws) {
     if (stream_ == nullptr) {
       cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream create");

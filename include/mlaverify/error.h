@@ -45,6 +45,13 @@ class Unsupported : public std::runtime_error {
 class BackendLost : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  // The CUDA paths' BackendLost (CudaBackend, a CUDA plugin's staging): the call that failed,
+  // then why nothing more can run.
+  static BackendLost cuda_context(const std::string& failed) {
+    return BackendLost(failed +
+                       "; the CUDA context is lost (a sticky error: a kernel fault, or a device "
+                       "this process cannot use): this process can run no more CUDA work");
+  }
 };
 
 }  // namespace mlaverify

@@ -96,14 +96,22 @@ TEST(CudaPlugin, GuardedSuiteEqualsInProcessBackend) {
   EXPECT_EQ(g.workers_started(), 1);
 }
 
+// The fault plugin's two batches: batch size 1 runs, batch size 2 faults (config fault_bs=2).
+struct FaultBatches {
+  model::VerifyBatch plain = props::build_batch(first_request_of(small_case()));
+  model::VerifyBatch faulting = props::build_batch(small_case());
+  static props::Case first_request_of(props::Case c) {
+    c.requests.resize(1);
+    return c;
+  }
+};
+
 // The death test's child: a live run, the faulting one and a plain one after it; 0 when both
 // of the last two threw BackendLost.
 int lost_runs_exit_code() {
   auto b = load_plugin(fault_plugin_path(), "fault_bs=2");
-  props::Case one = small_case();
-  one.requests.resize(1);
-  model::VerifyBatch plain = props::build_batch(one);
-  model::VerifyBatch faulting = props::build_batch(small_case());
+  FaultBatches f;
+  model::VerifyBatch &plain = f.plain, &faulting = f.faulting;
   b->run(plain.params());  // a live context first
   int lost = 0;
   for (model::VerifyBatch* batch : {&faulting, &plain}) {
@@ -138,9 +146,8 @@ TEST(CudaPlugin, GuardedFaultFailsTheRunAndAFreshWorkerRunsTheNext) {
     GTEST_SKIP() << "no CUDA device: " << dev.reason;
   }
   GuardedPluginBackend g(parse_plugin_spec(fault_plugin_path() + "?guarded&fault_bs=2"));
-  props::Case one = small_case();
-  one.requests.resize(1);
-  model::VerifyBatch plain = props::build_batch(one), faulting = props::build_batch(small_case());
+  FaultBatches f;
+  model::VerifyBatch &plain = f.plain, &faulting = f.faulting;
   g.run(plain.params());
   std::string why;
   try {
