@@ -112,6 +112,13 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t& r0, u
 #ifndef MLAV_MMA_REPEAT
 #define MLAV_MMA_REPEAT 1
 #endif
+// MLAV_S_PIPE (timing variants of the S pass's fragment order, cuda/NOTES.md v24; the same
+// products in the same order per accumulator, so the same bits): 0, the kernel, reads each B
+// pair right before its two mma; 1 reads a step's two B pairs before its four mma; 2 reads step
+// ks + 1's A and B before step ks's mma (12 more registers live).
+#ifndef MLAV_S_PIPE
+#define MLAV_S_PIPE 0
+#endif
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
   static_for<0, MLAV_MMA_REPEAT>([&]<int>() {
@@ -714,26 +721,68 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       if constexpr (kPInRing && kPart == kKChunks - 1) p_buf = buf;
       constexpr bool kQFromRegs = kQRopeGlobal && kPart == kKChunks - 1;
       constexpr int ksteps = kPart == kKChunks - 1 ? kRopeDim / 16 : kCols / 16;
-#pragma unroll
-      for (int ks = 0; ks < ksteps; ++ks) {
-        uint32_t a[4];
-        // Q columns kPart * kCols + ks * 16 (k_pe starts at 512 = (kKChunks - 1) * kCols).
+      // k16 step ks's fragments: A (Q columns kPart * kCols + ks * 16; k_pe starts at 512 =
+      // (kKChunks - 1) * kCols) and B for the warp's two 16-key pairs.
+      auto load_a = [&](int ks, uint32_t (&a)[4]) {
         if constexpr (kQFromRegs) {
           a[0] = qr[ks][0], a[1] = qr[ks][1], a[2] = qr[ks][2], a[3] = qr[ks][3];
         } else {
           ldmatrix_x4(q_lane + kPart * kCols * 2 + (ks >> 2) * 128 + (xa0 ^ ((ks & 3) * 32)),
                       a[0], a[1], a[2], a[3]);
         }
+      };
+      auto load_b = [&](int ks, int pair, uint32_t (&b)[4]) {
+        ldmatrix_x4(
+            buf + kb_lane + pair * 16 * kRowBytes + (ks >> 2) * 128 + (xb0 ^ ((ks & 3) * 32)),
+            b[0], b[1], b[2], b[3]);
+      };
+#if MLAV_S_PIPE == 2
+      // Timing variant: step ks + 1's fragments are read before step ks's mma are issued.
+      uint32_t fa[2][4], fb[2][2][4];
+      load_a(0, fa[0]);
+      load_b(0, 0, fb[0][0]);
+      load_b(0, 1, fb[0][1]);
+#pragma unroll
+      for (int ks = 0; ks < ksteps; ++ks) {
+        if (ks + 1 < ksteps) {
+          load_a(ks + 1, fa[(ks + 1) & 1]);
+          load_b(ks + 1, 0, fb[(ks + 1) & 1][0]);
+          load_b(ks + 1, 1, fb[(ks + 1) & 1][1]);
+        }
 #pragma unroll
         for (int pair = 0; pair < 2; ++pair) {
-          uint32_t b0, b1, b2, b3;
-          ldmatrix_x4(
-              buf + kb_lane + pair * 16 * kRowBytes + (ks >> 2) * 128 + (xb0 ^ ((ks & 3) * 32)), b0,
-              b1, b2, b3);
-          mma_bf16(s_acc[pair * 2], a, b0, b1);
-          mma_bf16(s_acc[pair * 2 + 1], a, b2, b3);
+          mma_bf16(s_acc[pair * 2], fa[ks & 1], fb[ks & 1][pair][0], fb[ks & 1][pair][1]);
+          mma_bf16(s_acc[pair * 2 + 1], fa[ks & 1], fb[ks & 1][pair][2], fb[ks & 1][pair][3]);
         }
       }
+#elif MLAV_S_PIPE == 1
+      // Timing variant: both B pairs of a step are read before its four mma.
+#pragma unroll
+      for (int ks = 0; ks < ksteps; ++ks) {
+        uint32_t a[4], b[2][4];
+        load_a(ks, a);
+        load_b(ks, 0, b[0]);
+        load_b(ks, 1, b[1]);
+#pragma unroll
+        for (int pair = 0; pair < 2; ++pair) {
+          mma_bf16(s_acc[pair * 2], a, b[pair][0], b[pair][1]);
+          mma_bf16(s_acc[pair * 2 + 1], a, b[pair][2], b[pair][3]);
+        }
+      }
+#else
+#pragma unroll
+      for (int ks = 0; ks < ksteps; ++ks) {
+        uint32_t a[4];
+        load_a(ks, a);
+#pragma unroll
+        for (int pair = 0; pair < 2; ++pair) {
+          uint32_t b[4];
+          load_b(ks, pair, b);
+          mma_bf16(s_acc[pair * 2], a, b[0], b[1]);
+          mma_bf16(s_acc[pair * 2 + 1], a, b[2], b[3]);
+        }
+      }
+#endif
     });
 
     MLAV_MT(const unsigned long long mt_b = clock64(); mt_s += mt_b - mt_a; mt_a = mt_b;)

@@ -130,12 +130,17 @@ MLAV_HD int64_t plan_big_blocks(int32_t tiles, int32_t row_tiles, int32_t chunk,
   if (n == 0) return 0;
   return 3 * int64_t{ceil_div32(tiles, n)} >= 2 * int64_t{chunk} ? int64_t{row_tiles} * n : 0;
 }
-// The chunk: binary search over [max(kMinSplitTiles, ceil(work / blocks)), max(that,
-// max_tiles)] with big_blocks(c), the batch's sum of plan_big_blocks. That sum is not monotone
-// in c (a request's blocks stop counting as big when c passes 3/2 of their size, and count
-// again when its split count steps down), so the search finds a chunk whose big blocks fit, not
-// always the smallest; at the top of the range every request has one split (prefix units <= the
-// batch's row tiles). The same search on the CPU and the GPU: the same chunk.
+// The chunk: the even share lo = max(kMinSplitTiles, ceil(work / blocks)) (capped at
+// max_tiles) when its big blocks fit one wave, else a binary search over [lo + 1, max(lo,
+// max_tiles)] with big_blocks(c), the batch's sum of plan_big_blocks. Below lo one wave of
+// `blocks` chunks could not hold the batch's work, so lo is the smallest chunk considered, and it
+// is the answer for a batch of equal requests, whose work divides into the uniform wave:
+// one probe instead of the search's ~log2(max_tiles) (each probe is a pass over the batch in the
+// planning kernel, cuda/NOTES.md v24). The sum is not monotone in c (a request's blocks stop
+// counting as big when c passes 3/2 of their size, and count again when its split count steps
+// down), so the search finds a chunk whose big blocks fit, not always the smallest; at the top of
+// the range every request has one split (prefix units <= the batch's row tiles). The same search
+// on the CPU and the GPU: the same chunk.
 template <class BigBlocks>
 MLAV_HD int32_t plan_chunk(int64_t work, int32_t max_tiles, int32_t blocks,
                            BigBlocks&& big_blocks) {
@@ -144,6 +149,8 @@ MLAV_HD int32_t plan_chunk(int64_t work, int32_t max_tiles, int32_t blocks,
                                      : kMinSplitTiles;
   if (lo < kMinSplitTiles) lo = kMinSplitTiles;
   int32_t hi = max_tiles > lo ? max_tiles : lo;
+  if (lo == hi || big_blocks(lo) <= blocks) return lo;
+  ++lo;
   while (lo < hi) {
     const int32_t mid = lo + (hi - lo) / 2;
     if (big_blocks(mid) <= blocks)
