@@ -72,39 +72,58 @@ __global__ void __launch_bounds__(kPlanThreads, 1) verify_plan(const PartialArgs
   auto tiles_of = [&](int32_t i) { return i < kPlanCache ? s_tiles[i] : tiles_global(i); };
   auto rt_of = [&](int32_t i) { return i < kPlanCache ? s_rt[i] : rt_global(i); };
   int parity = 0;
-  // Sum (kMax: max) over the block, every thread gets it.
-  auto block_reduce = [&](int64_t v, bool max) {
+  // Sum over the block (the probes' big blocks), every thread gets it.
+  auto block_sum = [&](int64_t v) {
 #pragma unroll
-    for (int off = 16; off >= 1; off >>= 1) {
-      const int64_t o = __shfl_xor_sync(0xffffffffu, v, off);
-      v = max ? (o > v ? o : v) : v + o;
-    }
+    for (int off = 16; off >= 1; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
     if ((threadIdx.x & 31) == 0) red[parity][threadIdx.x >> 5] = v;
     __syncthreads();
     int64_t r = red[parity][0];
 #pragma unroll
-    for (int w = 1; w < kPlanWarps; ++w)
-      r = max ? (red[parity][w] > r ? red[parity][w] : r) : r + red[parity][w];
+    for (int w = 1; w < kPlanWarps; ++w) r += red[parity][w];
     parity ^= 1;  // the next sum writes the other buffer; the one after is past a barrier
     return r;
   };
-  int64_t my_max = 0, my_work = 0;
+  int64_t my_max = 0, my_work = 0, my_busy = 0;
   for (int32_t i = threadIdx.x; i < bs; i += kPlanThreads) {
     const int32_t t = tiles_global(i), rt = rt_global(i);
     if (i < kPlanCache) s_tiles[i] = t, s_rt[i] = rt;
     my_max = t > my_max ? t : my_max;
     my_work += int64_t{t} * rt;
+    my_busy += t > 0 ? rt : 0;
   }
   if (threadIdx.x <= kBuckets) count[threadIdx.x] = 0;
   MLAV_PT(kPtLoaded);
-  const int32_t max_tiles = static_cast<int32_t>(block_reduce(my_max, true));  // and the cache
-  const int64_t work = block_reduce(my_work, false);
+  // The batch's max tiles, work and busy row tiles in one block-wide pass (one barrier, which
+  // also publishes the cache); its own buffer, read once, so no later sum overwrites it early.
+  __shared__ int64_t red3[3][kPlanWarps];
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) {
+    const int64_t m = __shfl_xor_sync(0xffffffffu, my_max, off);
+    my_max = m > my_max ? m : my_max;
+    my_work += __shfl_xor_sync(0xffffffffu, my_work, off);
+    my_busy += __shfl_xor_sync(0xffffffffu, my_busy, off);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    red3[0][threadIdx.x >> 5] = my_max;
+    red3[1][threadIdx.x >> 5] = my_work;
+    red3[2][threadIdx.x >> 5] = my_busy;
+  }
+  __syncthreads();
+  int64_t max64 = red3[0][0], work = red3[1][0], busy = red3[2][0];
+#pragma unroll
+  for (int w = 1; w < kPlanWarps; ++w) {
+    max64 = red3[0][w] > max64 ? red3[0][w] : max64;
+    work += red3[1][w];
+    busy += red3[2][w];
+  }
+  const int32_t max_tiles = static_cast<int32_t>(max64);
   MLAV_PT(kPtReduced);
-  const int32_t chunk = plan_chunk(work, max_tiles, p.plan_blocks, [&](int32_t c) {
+  const int32_t chunk = plan_chunk(work, max_tiles, busy, p.plan_blocks, [&](int32_t c) {
     int64_t big = 0;
     for (int32_t i = threadIdx.x; i < bs; i += kPlanThreads)
       big += plan_big_blocks(tiles_of(i), rt_of(i), c, cap);
-    return block_reduce(big, false);
+    return block_sum(big);
   });
   MLAV_PT(kPtChunk);
 

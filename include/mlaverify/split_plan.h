@@ -131,19 +131,23 @@ MLAV_HD int64_t plan_big_blocks(int32_t tiles, int32_t row_tiles, int32_t chunk,
   return 3 * int64_t{ceil_div32(tiles, n)} >= 2 * int64_t{chunk} ? int64_t{row_tiles} * n : 0;
 }
 // The chunk: the even share lo = max(kMinSplitTiles, ceil(work / blocks)) (capped at
-// max_tiles) when its big blocks fit one wave, else a binary search over [lo + 1, max(lo,
-// max_tiles)] with big_blocks(c), the batch's sum of plan_big_blocks. Below lo one wave of
-// `blocks` chunks could not hold the batch's work, so lo is the smallest chunk considered, and it
-// is the answer for a batch of equal requests, whose work divides into the uniform wave:
-// one probe instead of the search's ~log2(max_tiles) (each probe is a pass over the batch in the
-// planning kernel, cuda/NOTES.md v24). The sum is not monotone in c (a request's blocks stop
-// counting as big when c passes 3/2 of their size, and count again when its split count steps
-// down), so the search finds a chunk whose big blocks fit, not always the smallest; at the top of
-// the range every request has one split (prefix units <= the batch's row tiles). The same search
-// on the CPU and the GPU: the same chunk.
+// max_tiles) when its big blocks fit one wave, else a binary search over [lo + 1, hi] with
+// big_blocks(c), the batch's sum of plan_big_blocks. Below lo one wave of `blocks` chunks could
+// not hold the batch's work, so lo is the smallest chunk considered. hi is max(lo, max_tiles), or
+// the wave chunk when it fits: the chunk that gives the longest request the uniform plan's split
+// count, floor(blocks / busy_row_tiles) (busy_row_tiles: the row tiles of requests with tiles).
+// For a batch of equal requests that is the uniform plan's chunk, which always fits, so such a
+// batch takes one probe when its work divides into the wave at lo and a few when not (8 x 8
+// requests of 256 tiles on 132 blocks: lo 125 does not fit, the wave chunk 128 does, and the
+// search has [126, 128] left), instead of the plain search's ~log2(max_tiles); each probe is a block-wide pass over the batch in the planning kernel
+// (cuda/NOTES.md v24). The sum is not monotone in c (a request's blocks stop counting as big
+// when c passes 3/2 of their size, and count again when its split count steps down), so the
+// search finds a chunk whose big blocks fit, not always the smallest; at the top of the range
+// every request has one split (prefix units <= the batch's row tiles). The same search on the
+// CPU and the GPU: the same chunk.
 template <class BigBlocks>
-MLAV_HD int32_t plan_chunk(int64_t work, int32_t max_tiles, int32_t blocks,
-                           BigBlocks&& big_blocks) {
+MLAV_HD int32_t plan_chunk(int64_t work, int32_t max_tiles, int64_t busy_row_tiles,
+                           int32_t blocks, BigBlocks&& big_blocks) {
   const int64_t even = ceil_div(work, blocks < 1 ? 1 : blocks);
   int32_t lo = even > kMinSplitTiles ? static_cast<int32_t>(even < max_tiles ? even : max_tiles)
                                      : kMinSplitTiles;
@@ -151,6 +155,11 @@ MLAV_HD int32_t plan_chunk(int64_t work, int32_t max_tiles, int32_t blocks,
   int32_t hi = max_tiles > lo ? max_tiles : lo;
   if (lo == hi || big_blocks(lo) <= blocks) return lo;
   ++lo;
+  const int64_t per_request = busy_row_tiles > 0 ? blocks / busy_row_tiles : 0;
+  const int32_t splits = static_cast<int32_t>(
+      per_request < 1 ? 1 : (per_request < max_tiles ? per_request : max_tiles));
+  const int32_t wave = ceil_div32(max_tiles, splits);
+  if (wave >= lo && wave < hi && big_blocks(wave) <= blocks) hi = wave;
   while (lo < hi) {
     const int32_t mid = lo + (hi - lo) / 2;
     if (big_blocks(mid) <= blocks)
@@ -166,13 +175,14 @@ template <class Tiles, class RowTiles>
 MLAV_HD int32_t plan_chunk_serial(int32_t batch_size, int32_t cap, int32_t blocks,
                                   Tiles&& tiles_of, RowTiles&& row_tiles_of) {
   int32_t max_tiles = 0;
-  int64_t work = 0;
+  int64_t work = 0, busy_row_tiles = 0;
   for (int32_t i = 0; i < batch_size; ++i) {
     const int32_t t = tiles_of(i);
     if (t > max_tiles) max_tiles = t;
     work += int64_t{t} * row_tiles_of(i);
+    if (t > 0) busy_row_tiles += row_tiles_of(i);
   }
-  return plan_chunk(work, max_tiles, blocks, [&](int32_t c) {
+  return plan_chunk(work, max_tiles, busy_row_tiles, blocks, [&](int32_t c) {
     int64_t big = 0;
     for (int32_t i = 0; i < batch_size; ++i)
       big += plan_big_blocks(tiles_of(i), row_tiles_of(i), c, cap);

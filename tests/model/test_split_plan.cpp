@@ -178,24 +178,27 @@ TEST(SplitPlan, BalancedPlanSpreadsTheLongRequest) {
   }
 }
 
-// The even share first: when lo = max(kMinSplitTiles, ceil(work / blocks)) fits the wave, the
-// chunk is lo after one probe of big_blocks (the planning kernel's pass over the batch), and the
-// search runs only when it does not. Of the spec shapes above on 132 blocks, three divide into
-// the wave at lo (16 x 2 x 128: lo 32, 4 splits; 32 x 1 x 64: lo 16, 4 splits; 4 x 16 x 64: lo 32,
-// 2 splits) and take one probe; the other three do not (e.g. 8 x 8 x 256: lo 125 gives 3 splits,
-// 192 big blocks) and search above lo, as before. On random batches the rule is checked against a
-// direct evaluation of lo. The search alone (without the probe) takes 6-7 probes on the three and
-// returns a larger chunk than lo on some random batches where lo fits (the sum is not monotone),
-// so both checks fail on it (20 of these 2,000 batches get another chunk from it).
+// The even share first, then the wave chunk: when lo = max(kMinSplitTiles, ceil(work / blocks))
+// fits the wave, the chunk is lo after one probe of big_blocks (the planning kernel's pass over
+// the batch). Of the spec shapes above on 132 blocks, three divide into the wave at lo (16 x 2 x
+// 128: lo 32, 4 splits; 32 x 1 x 64: lo 16, 4 splits; 4 x 16 x 64: lo 32, 2 splits). The other
+// three do not (8 x 8 x 256: lo 125 gives 3 splits, 192 big blocks), and their wave chunk (the
+// uniform plan's: 256 / floor(132 / 64) = 128; 4 x 16 x 128: 128 / 2 = 64; 2 x 4 x 1024: 1024 /
+// 16 = 64) fits and bounds the search: 8 x 8 x 256 probes 125, 128 and 127 (3 probes), the
+// other two lo and the wave chunk, which is lo + 1 (2 probes). The plain search takes 6-7
+// probes on the first three and returns a larger chunk than lo on some random batches where lo
+// fits (the sum is not monotone; 20 of the 2,000 below), and the search without the wave probe
+// takes 8, 8 and 11 on the last three, so each of those mutants fails a check below.
 TEST(SplitPlan, BalancedPlanTakesTheEvenShareWhenItFits) {
   auto plan = [](const std::vector<PlanReq>& b, int32_t cap, int32_t blocks, int* probes) {
     int32_t max_tiles = 0;
-    int64_t work = 0;
+    int64_t work = 0, busy = 0;
     for (const PlanReq& q : b) {
       max_tiles = std::max<int32_t>(max_tiles, static_cast<int32_t>(q.tiles));
       work += q.tiles * q.row_tiles;
+      busy += q.tiles > 0 ? q.row_tiles : 0;
     }
-    return plan_chunk(work, max_tiles, blocks, [&](int32_t c) {
+    return plan_chunk(work, max_tiles, busy, blocks, [&](int32_t c) {
       ++*probes;
       int64_t big = 0;
       for (const PlanReq& q : b)
@@ -205,14 +208,17 @@ TEST(SplitPlan, BalancedPlanTakesTheEvenShareWhenItFits) {
     });
   };
   struct Shape {
-    int64_t bs, row_tiles, tiles, lo;
+    int64_t bs, row_tiles, tiles, chunk;
+    int probes;
   };
-  for (const Shape& s : {Shape{16, 2, 128, 32}, Shape{32, 1, 64, 16}, Shape{4, 16, 64, 32}}) {
+  for (const Shape& s : {Shape{16, 2, 128, 32, 1}, Shape{32, 1, 64, 16, 1}, Shape{4, 16, 64, 32, 1},
+                         Shape{8, 8, 256, 128, 3}, Shape{4, 16, 128, 64, 2},
+                         Shape{2, 4, 1024, 64, 2}}) {
     int probes = 0;
     const int32_t c = plan(std::vector<PlanReq>(s.bs, PlanReq{s.tiles, s.row_tiles}), kMaxSplits,
                            132, &probes);
-    EXPECT_EQ(c, s.lo) << s.bs << " x " << s.tiles;
-    EXPECT_EQ(probes, 1) << s.bs << " x " << s.tiles;
+    EXPECT_EQ(c, s.chunk) << s.bs << " x " << s.tiles;
+    EXPECT_EQ(probes, s.probes) << s.bs << " x " << s.tiles;
   }
   uint64_t x = 777;
   auto next = [&](int64_t n) { x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -223,8 +229,10 @@ TEST(SplitPlan, BalancedPlanTakesTheEvenShareWhenItFits) {
     const int32_t cap = static_cast<int32_t>(1 + next(kMaxSplits));
     std::vector<PlanReq> b(1 + next(40));
     int64_t work = 0, max_tiles = 0;
+    const bool equal = trial % 4 == 0;  // a batch of equal requests
+    const PlanReq one = {1 + next(2000), 1 + next(8)};
     for (PlanReq& q : b) {
-      q = {next(4) == 0 ? next(3) : next(2000), 1 + next(8)};
+      q = equal ? one : PlanReq{next(4) == 0 ? next(3) : next(2000), 1 + next(8)};
       work += q.tiles * q.row_tiles;
       max_tiles = std::max(max_tiles, q.tiles);
     }
@@ -243,6 +251,12 @@ TEST(SplitPlan, BalancedPlanTakesTheEvenShareWhenItFits) {
       ASSERT_LE(probes, 1) << "trial " << trial;
     } else if (lo < std::max<int64_t>(max_tiles, kMinSplitTiles)) {
       ASSERT_GT(c, lo) << "trial " << trial;  // searched above lo
+      if (equal) {
+        // The uniform plan's chunk fits and bounds the search.
+        const int64_t rows = static_cast<int64_t>(b.size()) * one.row_tiles;
+        const int64_t wave = ceil_div(one.tiles, std::clamp<int64_t>(blocks / rows, 1, one.tiles));
+        if (wave > lo) ASSERT_LE(c, wave) << "trial " << trial;
+      }
     }
   }
   // Both branches are exercised (counts from this generator, seed 777).
