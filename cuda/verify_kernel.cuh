@@ -119,6 +119,15 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t& r0, u
 #ifndef MLAV_S_PIPE
 #define MLAV_S_PIPE 0
 #endif
+// MLAV_S_SPLIT=1 (a variant of ring 4, cuda/NOTES.md v24): in S each warp computes 32 rows x 32
+// keys over half of every chunk's k16 steps (warps 0-3 steps 0-1, warps 4-7 steps 2-3), so a
+// step reads 2 A and 2 B fragments for 8 mma (the kernel: 1 A and 2 B for 4 mma), a third fewer
+// shared-memory reads in S; the two halves' partial scores meet through the k_pe chunk's buffer
+// (16 rows x 32 keys fp32 per warp, in two rounds behind pair barriers) before the softmax, which
+// then sees the kernel's layout. 16 more accumulator registers during S.
+#ifndef MLAV_S_SPLIT
+#define MLAV_S_SPLIT 0
+#endif
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
   static_for<0, MLAV_MMA_REPEAT>([&]<int>() {
@@ -472,8 +481,13 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
   const int warp = tid >> 5;
-  const int rg = warp >> 1;  // row group: rows rg*16 .. rg*16+15
-  const int half = warp & 1;
+  // kSplitS (MLAV_S_SPLIT): warp w computes S for rows rq * 32 .. + 31 and keys kq * 32 .. + 31
+  // over k16 steps set * 2 and + 1 of each chunk; after the exchange it holds rows rq * 32 +
+  // set * 16 .. + 15, which is row group rg = 2 rq + set, half kq, as in the kernel's layout.
+  constexpr bool kSplitS = MLAV_S_SPLIT != 0 && kStages == 4;
+  const int s_set = warp >> 2, s_rq = (warp & 3) >> 1;
+  const int rg = kSplitS ? 2 * s_rq + s_set : warp >> 1;  // row group: rows rg*16 .. rg*16+15
+  const int half = kSplitS ? warp & 1 : warp & 1;
   const int rp = warp >> 2;      // PV row pair: rows rp*32 .. rp*32+31
   const int quarter = warp & 3;  // PV column quarter of every chunk
 
@@ -601,6 +615,11 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   // V unit v_unit0 + pair * 2: the group of 8 stays, the low 3 bits XOR with mr.
   const uint32_t xv0 = ((v_unit0 & ~7) * 16) | (((v_unit0 & 7) ^ mr) * 16);
   const uint32_t q_lane = smem_addr(q_s) + a_row * kQRow * 2;
+  // kSplitS: m16 tile 0 is the warp's own rows (rg's), tile 1 its partner's (the other 16 of
+  // rq's 32); the k16 steps set * 2 + kk, whose swizzle bits are set * 64 ^ kk * 32.
+  const uint32_t q_lane_other =
+      smem_addr(q_s) + ((s_rq * 32 + (1 - s_set) * 16) + (lane & 15)) * kQRow * 2;
+  const uint32_t xa_set = xa0 ^ (s_set * 64), xb_set = xb0 ^ (s_set * 64);
   // PV layout: row pair rp (rows rp * 32 + mt * 16 + ...), column quarter `quarter`.
   const uint32_t p_lane_off = (rp * 32 + (lane & 15)) * kKvTile * 2;
   // Shared address of this tile's P (set at the k_pe step when P lives in the ring).
@@ -691,16 +710,36 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     }
 
     // ---- S = Q K^T over 9 chunks: this warp's 16 rows x 32 keys ----
-    float s_acc[4][4];
+    float s_acc2[kSplitS ? 2 : 1][4][4];
 #pragma unroll
-    for (int n = 0; n < 4; ++n)
+    for (int mt = 0; mt < (kSplitS ? 2 : 1); ++mt)
 #pragma unroll
-      for (int f = 0; f < 4; ++f) s_acc[n][f] = 0.f;
+      for (int n = 0; n < 4; ++n)
+#pragma unroll
+        for (int f = 0; f < 4; ++f) s_acc2[mt][n][f] = 0.f;
+    auto& s_acc = s_acc2[0];
 
     // kQRopeGlobal: this lane's k_pe A fragments (rows frag_row and + 8 of its row group,
     // columns ks * 16 + frag_col (+ 8)), in flight during the latent steps.
     uint32_t qr[kQRopeGlobal ? kRopeDim / 16 : 1][4];
-    if constexpr (kQRopeGlobal) {
+    if constexpr (kSplitS) {
+      // This warp's two m16 tiles (own rows, then the partner's) at its two k16 steps.
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        const int r0 = s_rq * 32 + ((mt ^ s_set) * 16) + frag_row;
+        const unsigned int* qa = reinterpret_cast<const unsigned int*>(qrope_row[r0] + frag_col);
+        const unsigned int* qb =
+            reinterpret_cast<const unsigned int*>(qrope_row[r0 + 8] + frag_col);
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+          const int ks = s_set * 2 + kk;
+          qr[mt * 2 + kk][0] = __ldg(qa + ks * 8);
+          qr[mt * 2 + kk][1] = __ldg(qb + ks * 8);
+          qr[mt * 2 + kk][2] = __ldg(qa + ks * 8 + 4);
+          qr[mt * 2 + kk][3] = __ldg(qb + ks * 8 + 4);
+        }
+      }
+    } else if constexpr (kQRopeGlobal) {
       // Two row pointers from the table, then 16 loads at constant offsets from them (v20;
       // before, each load redid a 64-bit offset sum, its scaling and a bounds test).
       const unsigned int* qa =
@@ -736,6 +775,36 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
             buf + kb_lane + pair * 16 * kRowBytes + (ks >> 2) * 128 + (xb0 ^ ((ks & 3) * 32)),
             b[0], b[1], b[2], b[3]);
       };
+      if constexpr (kSplitS) {
+        // Two k16 steps of this warp's set, 2 m16 tiles x 4 n8 tiles each.
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+          uint32_t a[2][4];
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+            if constexpr (kQFromRegs) {
+#pragma unroll
+              for (int f = 0; f < 4; ++f) a[mt][f] = qr[mt * 2 + kk][f];
+            } else {
+              ldmatrix_x4((mt == 0 ? q_lane : q_lane_other) + kPart * kCols * 2 +
+                              (xa_set ^ (kk * 32)),
+                          a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
+            }
+          }
+#pragma unroll
+          for (int pair = 0; pair < 2; ++pair) {
+            uint32_t b[4];
+            ldmatrix_x4(buf + kb_lane + pair * 16 * kRowBytes + (xb_set ^ (kk * 32)), b[0], b[1],
+                        b[2], b[3]);
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+              mma_bf16(s_acc2[mt][pair * 2], a[mt], b[0], b[1]);
+              mma_bf16(s_acc2[mt][pair * 2 + 1], a[mt], b[2], b[3]);
+            }
+          }
+        }
+        return;
+      }
 #if MLAV_S_PIPE == 2
       // Timing variant: step ks + 1's fragments are read before step ks's mma are issued.
       uint32_t fa[2][4], fb[2][2][4];
@@ -785,6 +854,42 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
 #endif
     });
 
+    if constexpr (kSplitS) {
+      // The partner (warp ^ 4) holds the other half of the k16 steps of the same 32 x 32 scores:
+      // each warp keeps m16 tile 0 (its own rows) and hands tile 1 over, through pair q's 2 KB of
+      // the k_pe chunk's buffer (free once every warp is past that step: the block barrier), set
+      // 0 first, then set 1 into the same bytes (each lane reads its slots before writing them).
+      // Named barrier 1 + q holds the pair's 64 threads. P overwrites the buffer after the
+      // softmax's first block barrier, when both rounds are read.
+      __syncthreads();
+      float4* xch = reinterpret_cast<float4*>(smem_raw + (p_buf - smem_base)) +
+                    (warp & 3) * 4 * 32 + lane;
+      auto pair_sync = [&] {
+        asm volatile("bar.sync %0, 64;\n" ::"r"(1 + (warp & 3)) : "memory");
+      };
+      auto give = [&] {
+#pragma unroll
+        for (int n = 0; n < 4; ++n)
+          xch[n * 32] = make_float4(s_acc2[1][n][0], s_acc2[1][n][1], s_acc2[1][n][2],
+                                    s_acc2[1][n][3]);
+      };
+      auto take = [&] {
+#pragma unroll
+        for (int n = 0; n < 4; ++n) {
+          const float4 v = xch[n * 32];
+          s_acc2[0][n][0] += v.x, s_acc2[0][n][1] += v.y, s_acc2[0][n][2] += v.z,
+              s_acc2[0][n][3] += v.w;
+        }
+      };
+      if (s_set == 0) give();
+      pair_sync();
+      if (s_set == 1) {
+        take();
+        give();
+      }
+      pair_sync();
+      if (s_set == 0) take();
+    }
     MLAV_MT(const unsigned long long mt_b = clock64(); mt_s += mt_b - mt_a; mt_a = mt_b;)
     // ---- online softmax over this 64-key tile (split_plan.h numerics 2) ----
     // Scores are kept in log2 units, t = s * log2(e), so each probability is one FFMA and one

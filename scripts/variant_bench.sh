@@ -11,7 +11,8 @@
 #   .device/verify_bench_mmatrace prints an MMATRACE line per workload).
 #   UNIT=verify_plan scripts/variant_bench.sh plantrace cuda/verify_plan.cu -DMLAV_PLAN_TRACE
 #   (the balanced plan's planning kernel, cuda/NOTES.md v18: a PLANTRACE line every 64th plan).
-# usage: [UNIT=verify_partial_wgmma|verify_partial_s2|verify_plan] scripts/variant_bench.sh NAME SOURCE [flags]
+# usage: [UNIT=verify_partial_wgmma|verify_partial_s2|verify_plan] [LINK=tests/cuda/cuda_tests]
+#        scripts/variant_bench.sh NAME SOURCE [flags]
 #   SOURCE: an edited copy of cuda/$UNIT.cu (anywhere; includes resolve against the repository).
 #   Run scripts/device_build.sh first (it configures build-cuda).
 set -euo pipefail
@@ -40,9 +41,14 @@ cp cuda/libmlaverify_cuda.a "$work/lib.a"
 member=$(ar t "$work/lib.a" | grep "$unit")
 cp "$work/variant.o" "$work/$member"
 (cd "$work" && ar r lib.a "$member")
-link=$(ninja -t commands bench/gpu/verify_bench | tail -1)
-link=${link//"cuda/libmlaverify_cuda.a"/"$work/lib.a"}
-mkdir -p "$root/.device"
-link=$(echo "$link" | sed -e "s# -o bench/gpu/verify_bench # -o $root/.device/verify_bench_$name #")
-eval "${link#: && }" >/dev/null
-echo "staged .device/verify_bench_$name"
+# The benchmark, and with LINK=tests/cuda/cuda_tests also the CUDA tests (a variant that changes
+# results, not only timing, is tested before it is timed), each linked against the variant.
+for target in bench/gpu/verify_bench ${LINK:-}; do
+  base=$(basename "$target")
+  link=$(ninja -t commands "$target" | tail -1)
+  link=${link//"cuda/libmlaverify_cuda.a"/"$work/lib.a"}
+  mkdir -p "$root/.device"
+  link=$(echo "$link" | sed -e "s# -o $target # -o $root/.device/${base}_$name #")
+  eval "${link#: && }" >/dev/null
+  echo "staged .device/${base}_$name"
+done
