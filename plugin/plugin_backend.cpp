@@ -287,6 +287,9 @@ void PluginBackend::check(mlav_status s, const char* what, const char* err) cons
 }
 
 Support PluginBackend::can_implement(const VerifyParams& p) const {
+  // Once the CUDA context is lost nothing runs, and the plugin is not asked (its can_implement
+  // may call into the dead context).
+  if (device_ && !device_->lost().empty()) return Support::no(device_->lost());
   if (Support s = caps_.admits(p); !s) return s;
   if (table_.memory == MLAV_MEMORY_CUDA) {
     if (Support s = device_available(); !s) return s;
@@ -328,7 +331,14 @@ void PluginBackend::invoke(const VerifyParams& p, size_t guard_bytes, void* work
     const mlav_status s = table_.run(table_.self, &c, device_->workspace(), need, device_->stream(),
                                      err, sizeof(err));
     // Synchronize and copy back even after an error, so the stream is idle before the next run.
-    device_->finish(p, guard_bytes, workspace, need);
+    // A loss found there keeps what the plugin said about its run, if it reported an error.
+    try {
+      device_->finish(p, guard_bytes, workspace, need);
+    } catch (const BackendLost& e) {
+      if (s == MLAV_OK) throw;
+      throw BackendLost(std::string(e.what()) + " (the plugin's run returned status " +
+                        std::to_string(int(s)) + ": " + message_of(err) + ")");
+    }
     check(s, "run", err);
     return;
   }

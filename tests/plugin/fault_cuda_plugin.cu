@@ -2,10 +2,13 @@
 // purpose, for the tests that a lost context is BackendLost in process and a fresh worker when
 // guarded (test_cuda_plugin.cpp). Config "fault_bs=N": a run of batch size N stores through a
 // null pointer on the caller's stream (cudaErrorIllegalAddress, sticky); any other run returns at
-// once and writes nothing (its outputs are not what these tests look at).
+// once and writes nothing (its outputs are not what these tests look at). "fault_bs=N,fail": the
+// faulting run also returns MLAV_ERROR with the text "failed on purpose", as a plugin that sees
+// its own launch fail would.
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 #include "cuda/cuda_backend.h"
@@ -23,6 +26,7 @@ struct FaultPlugin {
   std::string name = "fault-cuda";
   Capabilities caps;
   int32_t fault_bs = -1;
+  bool fail = false;  // the faulting run also reports an error
 };
 
 FaultPlugin& self_of(void* self) { return *static_cast<FaultPlugin*>(self); }
@@ -49,9 +53,12 @@ mlav_status workspace_bytes(void*, const mlav_params*, uint64_t* bytes, char*, s
 mlav_status run(void* self, const mlav_params* p, void*, uint64_t, void* stream, char* err,
                 size_t err_size) {
   return plugin::guard_call(err, err_size, [&] {
-    if (plugin::from_c_params(p).batch_size == self_of(self).fault_bs)
-      store_through_null<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(nullptr);
-    return MLAV_OK;
+    const FaultPlugin& me = self_of(self);
+    if (plugin::from_c_params(p).batch_size != me.fault_bs) return MLAV_OK;
+    store_through_null<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(nullptr);
+    if (!me.fail) return MLAV_OK;
+    plugin::write_error(err, err_size, "fault-cuda plugin: failed on purpose");
+    return MLAV_ERROR;
   });
 }
 
@@ -71,10 +78,17 @@ extern "C" MLAV_EXPORT mlav_status mlav_plugin_open(uint32_t abi_version, const 
     return MLAV_INVALID_INPUT;
   }
   return plugin::guard_call(err, err_size, [&] {
+    size_t used = 0;
+    const int32_t fault_bs = std::stoi(want.substr(9), &used);
+    const std::string rest = want.substr(9 + used);
+    if (rest != "" && rest != ",fail") {
+      throw std::invalid_argument("fault-cuda plugin: config must be fault_bs=N[,fail]");
+    }
     auto* self = new FaultPlugin();
     self->caps = cuda::CudaBackend().capabilities();
     self->caps.kv_indexings = bit(KvIndexing::TokenI64);
-    self->fault_bs = std::stoi(want.substr(9));
+    self->fault_bs = fault_bs;
+    self->fail = rest == ",fail";
     std::memset(out, 0, sizeof(mlav_backend));
     out->struct_size = sizeof(mlav_backend);
     out->abi_version = MLAV_ABI_VERSION;

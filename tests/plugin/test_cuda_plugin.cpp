@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "cuda/cuda_backend.h"
 #include "mlaverify/error.h"
@@ -107,23 +108,36 @@ struct FaultBatches {
 };
 
 // The death test's child: a live run, the faulting one and a plain one after it; 0 when both
-// of the last two threw BackendLost.
-int lost_runs_exit_code() {
-  auto b = load_plugin(fault_plugin_path(), "fault_bs=2");
+// of the last two threw BackendLost with the same text (the loss is reported as it was met, not
+// rediscovered by a later runtime call, whose message would name that call), when can_implement
+// then refuses with that text without asking the plugin, and, with `fail` (the plugin's
+// faulting run also returns an error), when the first text keeps what the plugin said.
+int lost_runs_exit_code(bool fail) {
+  auto b = load_plugin(fault_plugin_path(), fail ? "fault_bs=2,fail" : "fault_bs=2");
   FaultBatches f;
   model::VerifyBatch &plain = f.plain, &faulting = f.faulting;
   b->run(plain.params());  // a live context first
-  int lost = 0;
+  std::vector<std::string> lost;
   for (model::VerifyBatch* batch : {&faulting, &plain}) {
     try {
       b->run(batch->params());
     } catch (const BackendLost& e) {
-      lost += std::string(e.what()).find("context is lost") != std::string::npos;
+      lost.push_back(e.what());
     } catch (const std::exception& e) {
       std::fprintf(stderr, "not BackendLost: %s\n", e.what());
     }
   }
-  return lost == 2 ? 0 : 4;
+  if (lost.size() != 2) return 4;
+  std::fprintf(stderr, "first: %s\nlater: %s\n", lost[0].c_str(), lost[1].c_str());
+  if (lost[0].find("context is lost") == std::string::npos) return 5;
+  const bool said = lost[0].find("failed on purpose") != std::string::npos;
+  if (said != fail) return 6;
+  // The staging keeps the loss as it met it; the plugin's words were on the faulting run's.
+  if (!fail && lost[1] != lost[0]) return 7;
+  if (fail && lost[0].rfind(lost[1], 0) != 0) return 7;
+  const Support s = b->can_implement(plain.params());
+  if (s || s.reason != lost[1]) return 8;
+  return 0;
 }
 
 // A plugin's kernel fault loses the process's CUDA context. In process, that run and every later
@@ -135,7 +149,16 @@ TEST(CudaPluginLostDeathTest, InProcessFaultIsBackendLostOnEveryLaterRun) {
     GTEST_SKIP() << "no CUDA device: " << dev.reason;
   }
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(std::_Exit(lost_runs_exit_code()), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(std::_Exit(lost_runs_exit_code(false)), ::testing::ExitedWithCode(0), "");
+}
+
+// The same when the plugin also reports its faulting run as an error: its text is in the loss.
+TEST(CudaPluginLostDeathTest, TheLossKeepsThePluginsOwnError) {
+  if (Support dev = cuda::cuda_device_available(); !dev) {
+    GTEST_SKIP() << "no CUDA device: " << dev.reason;
+  }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::_Exit(lost_runs_exit_code(true)), ::testing::ExitedWithCode(0), "");
 }
 
 // Guarded, the fault is the worker's: the run fails as a case does (not BackendLost), the worker

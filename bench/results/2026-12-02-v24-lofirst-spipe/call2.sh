@@ -1,7 +1,8 @@
 #!/bin/bash
 # Session 12, call 2: (a) the balanced plan with the wave chunk (f439f4c) against the base
 # (fbcacea); (b) the S-split variant of ring 4 (MLAV_S_SPLIT=1): its CUDA tests, racecheck and
-# memcheck, its timing and per-phase trace beside the kernel's.
+# memcheck, its timing and per-phase trace beside the kernel's; (c) the CUDA plugin's lost-context
+# tests after the review changes (the loss's text kept, can_implement refusing, the plugin's words).
 B=/tmp/b2; rm -rf $B; mkdir -p $B; tar xzf .device/k2/bin.tgz -C $B
 O=/tmp/o2; rm -rf $O; mkdir -p $O
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
@@ -40,6 +41,19 @@ for v in trace0 splittrace; do
   echo "$v rc=$?"; grep MMATRACE $O/$v.txt | head -6 | sed 's/blocks with.*cycles per tile//'
 done
 t trace
+s=$(date +%s)
+MLAV_CUDA_PLUGIN=$B/libmlaverify_cuda_plugin.so MLAV_FAULT_CUDA_PLUGIN=$B/libmlav_test_fault_cuda_plugin.so \
+  MLAV_PLUGIN_WORKER=$B/mlaverify-plugin-worker timeout 100 $B/cuda_plugin_tests \
+  --gtest_filter='CudaPluginLost*:CudaPlugin.GuardedFault*' > $O/plugin_lost.log 2>&1
+echo "cuda_plugin_tests (lost) rc=$? $(( $(date +%s) - s )) s: $(grep -E '^\[  (PASSED|FAILED) |first:|later:' $O/plugin_lost.log | tail -6 | tr '\n' ' ')"
+# The mutants (m1: can_implement without the loss test, m2: run without its early test, m3: the
+# plugin's words dropped): each must fail a death test.
+for m in m1 m2 m3; do
+  MLAV_CUDA_PLUGIN=$B/libmlaverify_cuda_plugin.so MLAV_FAULT_CUDA_PLUGIN=$B/libmlav_test_fault_cuda_plugin.so \
+    timeout 60 $B/cuda_plugin_tests_$m --gtest_filter='CudaPluginLost*' > $O/plugin_lost_$m.log 2>&1
+  echo "mutant $m rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' $O/plugin_lost_$m.log | tr '\n' ' ')"
+done
+t plugin
 fn=_ZN9mlaverify4cuda6detail14verify_partialILi4ELi64ELi0ELb1EEEvNS1_11PartialArgsE
 cuobjdump -sass -fun $fn $B/verify_bench > $O/sass_ring4.txt 2>&1
 cuobjdump -sass -fun $fn $B/verify_bench_split > $O/sass_ring4_split.txt 2>&1
