@@ -574,6 +574,12 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
       else
         cp_async16(dst, from, src_bytes);
     };
+#ifdef MLAV_NO_KV_LOAD
+    // Timing-only (cuda/NOTES.md v24; its results are garbage): the chunk's copies are not
+    // issued, so each step's wait and barrier find nothing in flight: the loop's time without
+    // the KV stream from L2.
+    if (src_bytes >= 0) return;
+#endif
     copy(buf + ld_dst0, src);
     copy(buf + ld_dst1, src + 8);
     if constexpr (kCols == 128 && !rope) {
