@@ -1,0 +1,37 @@
+#!/bin/bash
+# Session 12, call 4 (call 3 was refused: no machine): (a) ring 4's loop without the KV stream
+# (MLAV_NO_KV_LOAD, timing-only: the chunk copies are not issued), per-phase traces of the kernel
+# and the S-split variant with and without it; (b) the README's benchmark at f439f4c's plan:
+# cuda_tests on mma2, wgmma and mma6, mma2 (the sm_120 configuration), mma6 and wgmma under both
+# plans, beside FlashInfer fa2, fa3 and fa2 in its sm_120 shape, one call.
+B=/tmp/b4; rm -rf $B; mkdir -p $B; tar xzf .device/k4/bin.tgz -C $B
+O=/tmp/o4; rm -rf $O; mkdir -p $O
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+T0=$(date +%s); t() { echo "[$1: $(( $(date +%s) - T0 )) s]"; }
+for v in trace0 noload splittrace splitnoload; do
+  MLAV_CUDA_KERNEL=mma2 MLAV_BENCH_PLAN=uniform timeout 90 $B/verify_bench_$v > $O/$v.txt 2>&1
+  echo "$v rc=$?: $(grep -E '^(k2|v3|long|mix)' $O/$v.txt | awk '{printf "%s ", $3}')"; grep MMATRACE $O/$v.txt | head -6 | sed 's/blocks with.*cycles per tile//'
+done
+MLAV_CUDA_KERNEL=mma2 MLAV_BENCH_PLAN=uniform timeout 60 $B/verify_bench_noloadbench > $O/bench_noload.txt 2>&1
+echo "noload bench rc=$?: $(grep -E '^(k2|v3|long|mix)' $O/bench_noload.txt | awk '{printf "%s ", $3}')"
+t noload
+for k in mma2 wgmma mma6; do
+  s=$(date +%s); MLAV_CUDA_KERNEL=$k timeout 60 $B/cuda_tests > $O/tests_$k.log 2>&1; rc=$?
+  echo "cuda_tests $k rc=$rc $(( $(date +%s) - s )) s: $(grep -E '^\[  (PASSED|FAILED) ' $O/tests_$k.log | head -3 | tr '\n' ' ')"
+done
+t tests
+for cfg in mma2/balanced mma6/balanced wgmma/balanced mma2/uniform mma6/uniform wgmma/uniform; do
+  IFS=/ read -r k plan <<<"$cfg"
+  MLAV_CUDA_KERNEL=$k MLAV_BENCH_PLAN=$plan timeout 60 $B/verify_bench > $O/bench_${k}_$plan.txt 2>&1
+  echo "$k $plan rc=$?: $(grep -E '^(k2|v3|long|mix)' $O/bench_${k}_$plan.txt | awk '{printf "%s ", $3}')"
+done
+t bench
+for fi in fa2 fa3; do
+  (cd .kern/peer && OUT="$O/peer_$fi" SKIP_SELFTEST=1 FI_BACKEND=$fi timeout 150 bash run.sh) > $O/peer_${fi}_run.txt 2>&1
+  echo "== peer $fi rc=$?"; grep -E "^\| (k2|v3|long|mix)" $O/peer_$fi/peer_log.txt | tail -9 | cut -d'|' -f2,12,18 | tr '\n' ' '; echo
+done
+PEER=.kern/peer OUT=$O/fa2_sm120 timeout 170 bash scripts/peer_fa2_sm120.sh > $O/fa2_sm120_run.txt 2>&1
+echo "== fa2 sm120 shape rc=$?"; grep -E "patched" $O/fa2_sm120/peer_log.txt; grep -E "^\| (k2|v3|long|mix)" $O/fa2_sm120/peer_log.txt | tail -9 | cut -d'|' -f2,12,18 | tr '\n' ' '; echo
+t peers
+gzip -f $O/*.log
+tar czf $OUT/call4.tgz -C $O .
