@@ -1,7 +1,8 @@
 #!/bin/bash
 # Session 12, call 4 (call 3 was refused: no machine): (a) ring 4's loop without the KV stream
 # (MLAV_NO_KV_LOAD, timing-only: the chunk copies are not issued), per-phase traces of the kernel
-# and the S-split variant with and without it; (b) the README's benchmark at f439f4c's plan:
+# and the S-split variant with and without it; the planning kernel with a warp per request's unit
+# stores against f439f4c's (wave); (b) the README's benchmark with this planner:
 # cuda_tests on mma2, wgmma and mma6, mma2 (the sm_120 configuration), mma6 and wgmma under both
 # plans, beside FlashInfer fa2, fa3 and fa2 in its sm_120 shape, one call.
 B=/tmp/b4; rm -rf $B; mkdir -p $B; tar xzf .device/k4/bin.tgz -C $B
@@ -15,6 +16,11 @@ done
 MLAV_CUDA_KERNEL=mma2 MLAV_BENCH_PLAN=uniform timeout 60 $B/verify_bench_noloadbench > $O/bench_noload.txt 2>&1
 echo "noload bench rc=$?: $(grep -E '^(k2|v3|long|mix)' $O/bench_noload.txt | awk '{printf "%s ", $3}')"
 t noload
+for k in wgmma mma2; do for v in wave now; do
+  b=$B/verify_bench; [ $v = wave ] && b=$B/verify_bench_wave
+  MLAV_CUDA_KERNEL=$k timeout 60 $b --plan-cost > $O/plancost_${k}_$v.txt 2>&1
+  echo "plan-cost $k $v rc=$?: $(grep '^plan-cost' $O/plancost_${k}_$v.txt | awk '{printf "%s ", $3}')"
+done; done
 for k in mma2 wgmma mma6; do
   s=$(date +%s); MLAV_CUDA_KERNEL=$k timeout 60 $B/cuda_tests > $O/tests_$k.log 2>&1; rc=$?
   echo "cuda_tests $k rc=$rc $(( $(date +%s) - s )) s: $(grep -E '^\[  (PASSED|FAILED) ' $O/tests_$k.log | head -3 | tr '\n' ' ')"
