@@ -26,6 +26,11 @@ for k in mma2 wgmma mma6; do
   echo "cuda_tests $k rc=$rc $(( $(date +%s) - s )) s: $(grep -E '^\[  (PASSED|FAILED) ' $O/tests_$k.log | head -3 | tr '\n' ' ')"
 done
 t tests
+for tool in memcheck racecheck; do
+  MLAV_CUDA_KERNEL=mma2 timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 $B/cuda_tests --gtest_filter='*balanced*:*CudaGraph*' > $O/san_$tool.log 2>&1
+  echo "compute-sanitizer $tool mma2 rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' $O/san_$tool.log | head -3 | tr '\n' ' ')"
+done
+t sanitize
 for cfg in mma2/balanced mma6/balanced wgmma/balanced mma2/uniform mma6/uniform wgmma/uniform; do
   IFS=/ read -r k plan <<<"$cfg"
   MLAV_CUDA_KERNEL=$k MLAV_BENCH_PLAN=$plan timeout 60 $B/verify_bench > $O/bench_${k}_$plan.txt 2>&1
