@@ -152,23 +152,40 @@ __global__ void __launch_bounds__(kPlanThreads, 1) verify_plan(const PartialArgs
     return make_uint2(static_cast<unsigned>(i),
                       static_cast<unsigned>(r) | (static_cast<unsigned>(s) << 16));
   };
-  // A warp per request: lane 0 takes the request's places in its buckets, and the lanes store its
-  // n * rt prefix units and rt draft units side by side (one thread per request stored a long
-  // request's 64+ units one after another: cuda/NOTES.md v24).
-  const int lane = threadIdx.x & 31;
-  for (int32_t i = threadIdx.x >> 5; i < bs; i += kPlanWarps) {
-    const int32_t tiles = tiles_of(i), rt = rt_of(i);
-    const int32_t n = planned_splits(tiles, chunk, cap);
-    int32_t at = 0, at_draft = 0;
-    if (lane == 0) {
-      if (n > 0) at = atomicAdd(&cursor[bucket_of(tiles, n)], rt * n);
-      if (!args.folded) at_draft = atomicAdd(&cursor[kBuckets], rt);
+  if (bs <= kPlanWarps) {
+    // A few requests (long-ctx, the mixed batches of one long request): a warp per request, so a
+    // request of 16 splits x 4 row tiles is not 64 stores by one thread (cuda/NOTES.md v24).
+    const int32_t i = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    if (i < bs) {
+      const int32_t tiles = tiles_of(i), rt = rt_of(i);
+      const int32_t n = planned_splits(tiles, chunk, cap);
+      int32_t at = 0, at_draft = 0;
+      if (lane == 0) {
+        if (n > 0) at = atomicAdd(&cursor[bucket_of(tiles, n)], rt * n);
+        if (!args.folded) at_draft = atomicAdd(&cursor[kBuckets], rt);
+      }
+      at = __shfl_sync(0xffffffffu, at, 0);
+      at_draft = __shfl_sync(0xffffffffu, at_draft, 0);
+      for (int32_t k = lane; k < n * rt; k += 32) units[at + k] = unit(i, k % rt, k / rt);
+      if (!args.folded)
+        for (int32_t r = lane; r < rt; r += 32) units[at_draft + r] = unit(i, r, cap);
     }
-    at = __shfl_sync(0xffffffffu, at, 0);
-    at_draft = __shfl_sync(0xffffffffu, at_draft, 0);
-    for (int32_t k = lane; k < n * rt; k += 32) units[at + k] = unit(i, k % rt, k / rt);
-    if (!args.folded)
-      for (int32_t r = lane; r < rt; r += 32) units[at_draft + r] = unit(i, r, cap);
+  } else {
+    // Many requests: a thread per request (a warp per request measured 2-3x slower at bs 32-64).
+    for (int32_t i = threadIdx.x; i < bs; i += kPlanThreads) {
+      const int32_t tiles = tiles_of(i), rt = rt_of(i);
+      const int32_t n = planned_splits(tiles, chunk, cap);
+      if (n > 0) {
+        const int32_t at = atomicAdd(&cursor[bucket_of(tiles, n)], rt * n);
+        for (int32_t s = 0; s < n; ++s)
+          for (int32_t r = 0; r < rt; ++r) units[at + s * rt + r] = unit(i, r, s);
+      }
+      if (!args.folded) {
+        const int32_t at = atomicAdd(&cursor[kBuckets], rt);
+        for (int32_t r = 0; r < rt; ++r) units[at + r] = unit(i, r, cap);
+      }
+    }
   }
   MLAV_PT(kPtEnd);
 }
