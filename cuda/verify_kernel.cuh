@@ -104,6 +104,45 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t& r0, u
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(addr));
 }
+// mbarriers (the wgmma kernel's hand-overs; the TMA variant's landed chunks).
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// Waits until the phase with parity `parity` of the barrier has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// MLAV_TMA_KV=1 (a variant of ring 4, cuda/NOTES.md v24, not yet run on a device): each KV chunk
+// arrives as 64 TMA copies of one row x 64 columns (a tensor map per source, the 128-byte
+// swizzle: on a 1024-byte-aligned buffer the layout swz() reads), issued by warp 0 and completed
+// on the buffer's mbarrier by byte count, instead of 512 cp.async per chunk through the LSU.
+#ifndef MLAV_TMA_KV
+#define MLAV_TMA_KV 0
+#endif
+// Arrives on `bar` and adds `bytes` to the transactions its phase waits for.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+// One box of the 2-D tensor map `map` (a global-memory CUtensorMap) at (x, y) into shared
+// memory at `dst`, completing on `bar`; a box outside the map's extent is filled with zeros.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, int32_t x, int32_t y,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
+      "[%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+
 // D = A B + D, m16n8k16, bf16 operands, fp32 accumulators.
 // MLAV_MMA_REPEAT=k (timing-only builds, cuda/NOTES.md v20c; never the kernel, whose results it
 // breaks): each product is issued k times on the same accumulator, emulating tensor cores k
@@ -477,6 +516,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   // kQRopeGlobal: each row's k_pe in p.q; rows past the request point at the tile's first row
   // (their scores are never stored, and a row's scores depend on its own Q row only).
   const __nv_bfloat16** qrope_row = reinterpret_cast<const __nv_bfloat16**>(vis_s + kRows);  // [64]
+  // kTma (MLAV_TMA_KV): a "chunk landed" mbarrier per ring buffer, after the row table.
+  constexpr bool kTma = MLAV_TMA_KV != 0 && kStages == 4;
+  uint64_t* full_bar = reinterpret_cast<uint64_t*>(qrope_row + kRows);  // [kStages]
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -491,6 +533,15 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const int rp = warp >> 2;      // PV row pair: rows rp*32 .. rp*32+31
   const int quarter = warp & 3;  // PV column quarter of every chunk
 
+  if constexpr (kTma) {
+    // The swizzle TMA writes is swz()'s only on 1024-byte-aligned chunk buffers.
+    if (tid == 0) {
+      if ((smem_addr(p_s) & 1023u) != 0) __trap();
+      for (int b = 0; b < kStages; ++b) mbar_init(smem_addr(full_bar + b), 1);
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    // Published by the barrier after the row table below, before the first chunk is issued.
+  }
   // ---- Q tile: 64 rows x 72 units of 16 bytes, rows past the request zero-filled ----
   {
     const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
@@ -550,7 +601,35 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     return pool + (rope ? p.kv_layout.rope_index(slot) : p.kv_layout.latent_index(slot)) +
            ld_unit * 8;
   };
+  // kTma: warp 0's lane owns keys lane and lane + 32 of the loader tile: their rows in the
+  // tensor map (slot ids, or k_extend rows), -1 (outside the map: zero-filled) past the split.
+  // (Slot ids fit 31 bits: the launcher checks pool_slots.)
+  int32_t tma_y[2] = {-1, -1};
+  int32_t tma_next[2] = {0, 0};
+  auto tma_slot = [&](int tile, int k) -> int32_t {
+    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + k;
+    return (tile < num_tiles && key < key_end)
+               ? static_cast<int32_t>(p.kv_indices[index_base + key])
+               : 0;
+  };
+  if constexpr (kTma) {
+    if (warp == 0 && slots_from_indices)
+      for (int j = 0; j < 2; ++j) tma_next[j] = tma_slot(0, lane + 32 * j);
+  }
   auto loader_enter_tile = [&](int tile) {
+    if constexpr (kTma) {
+      if (warp == 0) {
+        for (int j = 0; j < 2; ++j) {
+          const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + lane + 32 * j;
+          const bool ok = tile < num_tiles && key < key_end;
+          tma_y[j] = !ok ? -1
+                     : slots_from_indices ? tma_next[j]
+                                          : static_cast<int32_t>(e.q_begin + key);
+          if (slots_from_indices) tma_next[j] = tma_slot(tile + 1, lane + 32 * j);
+        }
+      }
+      return;
+    }
     bool ok;
     lat_src = key_src(tile, next_slot, false, ok);
     rope_src = key_src(tile, next_slot, true, ok);
@@ -567,6 +646,20 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   auto issue_part = [&]<int kPart>(uint32_t buf) {
     constexpr bool rope = CK::template kRopePart<kPart>;
     constexpr int off = CK::template kPartOff<kPart>;
+    if constexpr (kTma) {
+      // Maps: the pool's latent view, its k_pe view, k_extend's rows (latent-first, 576 wide).
+      if (warp == 0) {
+        const char* maps = static_cast<const char*>(args.kv_tmaps);
+        const void* map = !slots_from_indices ? maps + 256 : rope ? maps + 128 : maps;
+        const int32_t x = !slots_from_indices && rope ? kLatentDim : rope ? 0 : off;
+        const uint32_t bar = smem_addr(full_bar) + ((buf - kv_base) / (kChunkElems * 2)) * 8;
+        if (lane == 0) mbar_arrive_expect_tx(bar, kChunkElems * 2);
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+          tma_load_2d(buf + (lane + 32 * j) * kRowBytes, map, x, tma_y[j], bar);
+      }
+      return;
+    }
     const __nv_bfloat16* src = (rope ? rope_src : lat_src) + off;
     auto copy = [&](uint32_t dst, const __nv_bfloat16* from) {
       if constexpr (kL1Ahead > 0)
@@ -640,6 +733,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   // Ring of kStages chunk buffers: chunk g lives in buffer g % kStages. rd is the buffer computed
   // now; the one issued now is rd - 1 (mod kStages), freed by the previous step.
   int rd = 0;
+  uint32_t tma_phase = 0;  // kTma: bit b, the parity of buffer b's next phase
   loader_enter_tile(0);
   static_for<0, kStages - 1>([&]<int kP>() {
     issue_part.template operator()<kP>(kv_base + kP * kChunkElems * 2);
@@ -663,7 +757,16 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     // issued as always, but a step does not wait for its own chunk, only for the one before it.
     cp_async_wait<kStages - 1>();
 #else
-    cp_async_wait<kStages - 2>();
+    if constexpr (kTma) {
+      // This buffer's chunk landed (each thread acquires it itself); the fence orders this
+      // thread's earlier generic accesses of the ring (ldmatrix, P's stores) before the TMA
+      // writes that the barrier below lets warp 0 issue into the buffer freed last step.
+      mbar_wait(smem_addr(full_bar) + rd * 8, (tma_phase >> rd) & 1u);
+      tma_phase ^= 1u << rd;
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    } else {
+      cp_async_wait<kStages - 2>();
+    }
 #endif
     __syncthreads();
     constexpr int ahead = kPart + kStages - 1;
@@ -697,6 +800,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     return buf;
   };
 
+  // kTma: the Q tile's cp.async are the only ones; the first step's barrier publishes them.
+  if constexpr (kTma) cp_async_wait<0>();
   MLAV_MT(const unsigned long long mt_loop = clock64(); mt_a = mt_loop;)
 #pragma unroll 1
   for (int tile = 0; tile < num_tiles; ++tile) {
@@ -1037,6 +1142,15 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     MLAV_MT(const unsigned long long mt_d = clock64(); mt_pv += mt_d - mt_a; mt_a = mt_d;)
   }
   cp_async_wait<0>();
+  if constexpr (kTma) {
+    // The kStages - 1 chunks issued past the last one used are still landing in this block's
+    // shared memory: wait for them before the block can end.
+    if (warp == 0)
+      for (int i = 0; i < kStages - 1; ++i) {
+        const int b = (rd + i) % kStages;
+        mbar_wait(smem_addr(full_bar) + b * 8, (tma_phase >> b) & 1u);
+      }
+  }
 
   // ---- write the normalized partial (split_plan.h numerics 3) ----
   const BlockUnit unit_end = unit_again(args);

@@ -7,6 +7,13 @@
 #include "cuda/cuda_check.h"
 #include "cuda/verify_kernel.cuh"
 
+#if MLAV_TMA_KV
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <stdexcept>
+#endif
+
 #ifdef MLAV_MMA_TRACE
 #include <algorithm>
 #include <cstdio>
@@ -64,6 +71,56 @@ static_assert(kPElems == Chunking<64>::kElems, "P is one 64-column chunk buffer"
 
 namespace {
 using PartialFn = void (*)(const PartialArgs);
+
+// Dynamic shared memory of a ring: the MLAV_TMA_KV variant of ring 4 adds its four mbarriers
+// (32 bytes, 64 with the alignment kept).
+constexpr int smem_of(int ring) { return sm120_smem_bytes(ring) + (MLAV_TMA_KV && ring == 4 ? 64 : 0); }
+static_assert(smem_of(4) <= kSm120SmemLimit, "sm_120 budget");
+
+#if MLAV_TMA_KV
+// The variant's tensor maps (launch.h PartialArgs::kv_tmaps), encoded on the host for every
+// launch and copied to device memory on the stream. A timing variant: the host copy is rewritten
+// only after the stream has drained (or, under capture, once per captured graph), so a graph
+// replays the maps of its capture.
+const void* kv_tensor_maps(const VerifyParams& p, cudaStream_t stream) {
+  static CUtensorMap* host = nullptr;
+  static void* dev = nullptr;
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+  if (host == nullptr) {
+    CUDA_CHECK(cudaMallocHost(&host, 3 * sizeof(CUtensorMap)));
+    CUDA_CHECK(cudaMalloc(&dev, 3 * sizeof(CUtensorMap)));
+    cudaDriverEntryPointQueryResult found;
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled",
+                                                reinterpret_cast<void**>(&encode), 12000,
+                                                cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess) throw std::runtime_error("no cuTensorMapEncodeTiled");
+  }
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+  if (capturing == cudaStreamCaptureStatusNone) CUDA_CHECK(cudaStreamSynchronize(stream));
+  auto map = [&](CUtensorMap* m, const void* base, uint64_t cols, uint64_t rows, int64_t stride) {
+    if (rows > uint64_t{INT32_MAX} || (reinterpret_cast<uintptr_t>(base) & 15) || stride % 8)
+      throw std::runtime_error("MLAV_TMA_KV: the KV source is not TMA-addressable");
+    const cuuint64_t dims[2] = {cols, rows == 0 ? 1 : rows};
+    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride) * 2};
+    const cuuint32_t box[2] = {64, 1}, step[2] = {1, 1};
+    if (encode(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box,
+               step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+      throw std::runtime_error("MLAV_TMA_KV: cuTensorMapEncodeTiled failed");
+  };
+  const auto* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);
+  map(host + 0, pool + p.kv_layout.latent_offset, kLatentDim, p.pool_slots,
+      p.kv_layout.latent_stride);
+  map(host + 1, pool + p.kv_layout.rope_offset, kRopeDim, p.pool_slots, p.kv_layout.rope_stride);
+  if (p.k_extend != nullptr)
+    map(host + 2, p.k_extend, kRowDim, p.max_total_q, p.k_extend_stride);
+  else
+    host[2] = host[0];
+  CUDA_CHECK(cudaMemcpyAsync(dev, host, 3 * sizeof(CUtensorMap), cudaMemcpyHostToDevice, stream));
+  return dev;
+}
+#endif
 PartialFn sm120_kernel(int ring, int l1_ahead) {
   if (ring == 2 && l1_ahead == 0) return verify_partial<2, 64, 0, false>;
   if (ring == 3 && l1_ahead == 0) return verify_partial<3, 64, 0, true>;
@@ -83,7 +140,7 @@ void prepare_partial_stages2(int ring, int l1_ahead, int carveout_percent) {
 #endif
   PartialFn k = sm120_kernel(ring, l1_ahead);
   CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  sm120_smem_bytes(ring)));
+                                  smem_of(ring)));
   CUDA_CHECK(
       cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, carveout_percent));
 }
@@ -91,9 +148,9 @@ void prepare_partial_stages2(int ring, int l1_ahead, int carveout_percent) {
 int blocks_per_sm_stages2(int ring, int l1_ahead) {
   PartialFn k = sm120_kernel(ring, l1_ahead);
   CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  sm120_smem_bytes(ring)));
+                                  smem_of(ring)));
   int n = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, kThreads, sm120_smem_bytes(ring)));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, kThreads, smem_of(ring)));
   return n;
 }
 
@@ -101,8 +158,14 @@ void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int ri
   const VerifyParams& p = args.p;
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
             static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
+#if MLAV_TMA_KV
+  PartialArgs a = args;
+  if (ring == 4) a.kv_tmaps = kv_tensor_maps(p, stream);
+  CUDA_CHECK(launch_partial_kernel(sm120_kernel(ring, l1_ahead), a, grid, smem_of(ring), stream));
+#else
   CUDA_CHECK(launch_partial_kernel(sm120_kernel(ring, l1_ahead), args, grid,
-                                   sm120_smem_bytes(ring), stream));
+                                   smem_of(ring), stream));
+#endif
 }
 
 }  // namespace mlaverify::cuda::detail

@@ -127,9 +127,6 @@ static_assert(kOffStashLse + kRows * 4 <= kBufs * kTileBytes, "the stash fits th
 // "Tile landed": each loader thread arrives once itself and once more through
 // cp.async.mbarrier.arrive.noinc, which fires when all of that thread's earlier cp.async have
 // completed.
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
@@ -140,18 +137,6 @@ __device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
 __device__ __forceinline__ void mbar_arrive_on_copies(uint32_t bar) {
   cp_async_arrive_noinc(bar);
   mbar_arrive(bar);
-}
-// Waits until the phase with parity `parity` of the barrier has completed.
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
 }
 // All threads of the block (named barrier 1; __syncthreads is barrier 0).
 __device__ __forceinline__ void sync_all_warpgroups() {
