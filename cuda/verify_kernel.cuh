@@ -529,7 +529,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   constexpr bool kSplitS = MLAV_S_SPLIT != 0 && kStages == 4;
   const int s_set = warp >> 2, s_rq = (warp & 3) >> 1;
   const int rg = kSplitS ? 2 * s_rq + s_set : warp >> 1;  // row group: rows rg*16 .. rg*16+15
-  const int half = kSplitS ? warp & 1 : warp & 1;
+  const int half = warp & 1;  // the key half (kq, under kSplitS)
+  static_assert(!kSplitS || kCols == 64, "the S split takes 2 of a chunk's 4 k16 steps");
   const int rp = warp >> 2;      // PV row pair: rows rp*32 .. rp*32+31
   const int quarter = warp & 3;  // PV column quarter of every chunk
 

@@ -74,7 +74,9 @@ using PartialFn = void (*)(const PartialArgs);
 
 // Dynamic shared memory of a ring: the MLAV_TMA_KV variant of ring 4 adds its four mbarriers
 // (32 bytes, 64 with the alignment kept).
-constexpr int smem_of(int ring) { return sm120_smem_bytes(ring) + (MLAV_TMA_KV && ring == 4 ? 64 : 0); }
+constexpr int smem_of(int ring) {
+  return sm120_smem_bytes(ring) + (MLAV_TMA_KV && ring == 4 ? 64 : 0);
+}
 static_assert(smem_of(4) <= kSm120SmemLimit, "sm_120 budget");
 
 #if MLAV_TMA_KV
@@ -106,7 +108,8 @@ const void* kv_tensor_maps(const VerifyParams& p, cudaStream_t stream) {
     const cuuint32_t box[2] = {64, 1}, step[2] = {1, 1};
     if (encode(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box,
                step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-               CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+               CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
       throw std::runtime_error("MLAV_TMA_KV: cuTensorMapEncodeTiled failed");
   };
   const auto* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);

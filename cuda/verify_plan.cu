@@ -40,10 +40,11 @@ __device__ __forceinline__ void plan_stamp(int at) {
 #endif
 
 namespace {
-// Four warps: the plan is a dozen block-wide sums over at most a few thousand requests, each
-// bound by barrier latency, not arithmetic. Requests 0 .. kPlanCache - 1 are read from the
-// metadata once into shared memory (the binary search reads them ~10 times); any beyond are
-// re-read from global memory (the same function, slower).
+// Four warps: the plan is a few block-wide sums over at most a few thousand requests (one for
+// the batch's totals, one per probe of plan_chunk: 1-2 for batches of equal requests, up to ~12
+// when its search runs), each bound by barrier latency, not arithmetic. Requests 0 ..
+// kPlanCache - 1 are read from the metadata once into shared memory (every probe reads them);
+// any beyond are re-read from global memory (the same function, slower).
 constexpr int kPlanThreads = 128;
 constexpr int kPlanWarps = kPlanThreads / 32;
 constexpr int kPlanCache = 4096;

@@ -49,6 +49,7 @@ for target in bench/gpu/verify_bench ${LINK:-}; do
   link=${link//"cuda/libmlaverify_cuda.a"/"$work/lib.a"}
   mkdir -p "$root/.device"
   link=$(echo "$link" | sed -e "s# -o $target # -o $root/.device/${base}_$name #")
-  eval "${link#: && }" >/dev/null
+  link=${link%% && cd *}  # the link alone: cuda_tests' command goes on to gtest discovery
+  (eval "${link#: && }") >/dev/null
   echo "staged .device/${base}_$name"
 done

@@ -91,10 +91,11 @@ MLAV_HD int32_t folded_nonempty_splits(int64_t prefix_len, int64_t draft_nodes,
 // gives request i its own split count n_i <= num_splits from the lengths the metadata holds, one
 // chunk length C (tiles per split) for the whole batch: n_i = ceil(tiles_i / C), its splits as
 // even as whole tiles allow (split_range / folded_range with n_i). Blocks are (row tile, split)
-// pairs; the batch's work W = sum of row_tiles_i * tiles_i. C is the chunk >= max(
-// kMinSplitTiles, ceil(W / plan_blocks)) that a binary search finds with its big blocks fitting
-// one wave of plan_blocks (plan_chunk): a block is big when its split holds >= 2/3 C tiles. Smaller blocks are not counted: taken largest first
-// (the planning kernel orders them so), they fill in as others finish. With every request alike
+// pairs; the batch's work W = sum of row_tiles_i * tiles_i. C is a chunk >= max(kMinSplitTiles,
+// ceil(W / plan_blocks)) whose big blocks fit one wave of plan_blocks (plan_chunk: that bound
+// itself when it fits, else a search): a block is big when its split holds >= 2/3 C tiles.
+// Smaller blocks are not counted: taken largest first (the planning kernel orders them so), they
+// fill in as others finish. With every request alike
 // this is the uniform plan of suggest_num_splits evened out (tests/model/test_split_plan.cpp).
 // The CUDA kernel computes the same function on the device (a one-block planning kernel reading
 // the metadata buffers, cuda/verify_plan.cu), so a captured graph replays with new lengths
@@ -134,13 +135,16 @@ MLAV_HD int64_t plan_big_blocks(int32_t tiles, int32_t row_tiles, int32_t chunk,
 // max_tiles) when its big blocks fit one wave, else a binary search over [lo + 1, hi] with
 // big_blocks(c), the batch's sum of plan_big_blocks. Below lo one wave of `blocks` chunks could
 // not hold the batch's work, so lo is the smallest chunk considered. hi is max(lo, max_tiles), or
-// the wave chunk when it fits: the chunk that gives the longest request the uniform plan's split
-// count, floor(blocks / busy_row_tiles) (busy_row_tiles: the row tiles of requests with tiles).
-// For a batch of equal requests that is the uniform plan's chunk, which always fits, so such a
-// batch takes one probe when its work divides into the wave at lo and a few when not (8 x 8
-// requests of 256 tiles on 132 blocks: lo 125 does not fit, the wave chunk 128 does, and the
-// search has [126, 128] left), instead of the plain search's ~log2(max_tiles); each probe is a block-wide pass over the batch in the planning kernel
-// (cuda/NOTES.md v24). The sum is not monotone in c (a request's blocks stop counting as big
+// the wave chunk when it lies below that and fits: the chunk that gives the longest request the
+// uniform plan's split count s = floor(blocks / busy_row_tiles) (busy_row_tiles: the row tiles of
+// requests with tiles). With s >= 1 it always fits (no request gets more than s splits, so big
+// blocks <= busy_row_tiles * s <= blocks), and with s < 1 it is max_tiles, not below hi: its
+// probe is redundant, kept until a device run measures the planner without it (cuda/NOTES.md
+// v24). For a batch of equal requests it is the uniform plan's chunk, so such a batch takes one
+// probe when its work divides into the wave at lo and a few when not (8 x 8 requests of 256
+// tiles on 132 blocks: lo 125 does not fit, the wave chunk 128 does, and the search has [126,
+// 128] left), instead of the plain search's 6-10; each probe is a block-wide pass over the batch
+// in the planning kernel. The sum is not monotone in c (a request's blocks stop counting as big
 // when c passes 3/2 of their size, and count again when its split count steps down), so the
 // search finds a chunk whose big blocks fit, not always the smallest; at the top of the range
 // every request has one split (prefix units <= the batch's row tiles). The same search on the

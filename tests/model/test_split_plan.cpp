@@ -187,8 +187,8 @@ TEST(SplitPlan, BalancedPlanSpreadsTheLongRequest) {
 // 16 = 64) fits and bounds the search: 8 x 8 x 256 probes 125, 128 and 127 (3 probes), the
 // other two lo and the wave chunk, which is lo + 1 (2 probes). The plain search takes 6-7
 // probes on the first three and returns a larger chunk than lo on some random batches where lo
-// fits (the sum is not monotone; 20 of the 2,000 below), and the search without the wave probe
-// takes 8, 8 and 11 on the last three, so each of those mutants fails a check below.
+// fits (the sum is not monotone; 11 of the 605 such batches below), and the search without the
+// wave probe takes 8, 8 and 11 on the last three, so each of those mutants fails a check below.
 TEST(SplitPlan, BalancedPlanTakesTheEvenShareWhenItFits) {
   auto plan = [](const std::vector<PlanReq>& b, int32_t cap, int32_t blocks, int* probes) {
     int32_t max_tiles = 0;
