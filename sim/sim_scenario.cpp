@@ -2,9 +2,14 @@
 // replay.
 #include "sim/sim_scenario.h"
 
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "mlaverify/error.h"
 
@@ -57,6 +62,36 @@ const ojson& field(const ojson& obj, const std::string& path, const char* name) 
   return obj.at(name);
 }
 
+// A number of type E (an integer or a floating type) at `where` (index: its place in an
+// array, or -1): integers must be JSON integers within E's range, so no double is converted to
+// an integer out of its range (undefined behaviour: sim_fuzzer's accept_trace [1e308]) and no
+// integer wraps.
+template <typename E>
+E number(const ojson& v, const std::string& where, int64_t index) {
+  if (!v.is_number()) throw InvalidInput(where, index, "must be a number");
+  if constexpr (std::is_integral_v<E>) {
+    if (!v.is_number_integer()) throw InvalidInput(where, index, "must be an integer");
+    // nlohmann parses a non-negative integer as unsigned, a negative one as signed.
+    using Lim = std::numeric_limits<E>;
+    bool fits;
+    if (v.is_number_unsigned()) {
+      fits = v.get<uint64_t>() <= static_cast<uint64_t>(Lim::max());
+    } else {
+      const int64_t x = v.get<int64_t>();
+      fits = std::is_signed_v<E>
+                 ? x >= static_cast<int64_t>(Lim::min()) && x <= static_cast<int64_t>(Lim::max())
+                 : x >= 0 && static_cast<uint64_t>(x) <= static_cast<uint64_t>(Lim::max());
+    }
+    if (!fits) throw InvalidInput(where, index, "out of range");
+  }
+  return v.get<E>();
+}
+
+template <typename T>
+struct IsNumberVector : std::false_type {};
+template <typename E>
+struct IsNumberVector<std::vector<E>> : std::is_arithmetic<E> {};
+
 template <typename T>
 T get(const ojson& obj, const std::string& path, const char* name) {
   const ojson& v = field(obj, path, name);
@@ -64,10 +99,14 @@ T get(const ojson& obj, const std::string& path, const char* name) {
     if constexpr (std::is_same_v<T, bool>) {
       if (!v.is_boolean()) throw InvalidInput(path + "." + name, -1, "must be a boolean");
     } else if constexpr (std::is_arithmetic_v<T>) {
-      if (!v.is_number()) throw InvalidInput(path + "." + name, -1, "must be a number");
-      if constexpr (std::is_integral_v<T>) {
-        if (!v.is_number_integer()) throw InvalidInput(path + "." + name, -1, "must be an integer");
-      }
+      return number<T>(v, path + "." + name, -1);
+    } else if constexpr (IsNumberVector<T>::value) {
+      if (!v.is_array()) throw InvalidInput(path + "." + name, -1, "must be an array");
+      T out;
+      out.reserve(v.size());
+      for (size_t i = 0; i < v.size(); ++i)
+        out.push_back(number<typename T::value_type>(v[i], path + "." + name, int64_t(i)));
+      return out;
     } else if constexpr (std::is_same_v<T, std::string>) {
       if (!v.is_string()) throw InvalidInput(path + "." + name, -1, "must be a string");
     }

@@ -300,6 +300,34 @@ TEST(Simulation, ScenarioFilesAreReadStrictly) {
   bad = j;
   bad.replace(bad.find("\"page_size\": 16"), 15, "\"page_size\": 1e400");
   EXPECT_EQ(field_of(bad), "json");
+  // Arrays of numbers are read element by element: a double where an integer belongs is refused
+  // by its index (before, [1e308] was converted to int32 unchecked, undefined behaviour that
+  // sim_fuzzer found: fuzz/regressions/sim/accept_trace_1e308), and so is an integer past the
+  // element type's range, in arrays and alone (before, it wrapped).
+  auto index_of = [](const std::string& text) {
+    try {
+      parse_sim_scenario(text);
+    } catch (const InvalidInput& e) {
+      return std::make_pair(e.field(), e.index());
+    }
+    return std::make_pair(std::string(), int64_t{-2});
+  };
+  const size_t at = j.find("\"accept_trace\": [");
+  ASSERT_NE(at, std::string::npos);
+  const size_t open = j.find('[', at), close = j.find(']', at);
+  bad = j;
+  bad.replace(open, close - open + 1, "[1, 1e308]");
+  EXPECT_EQ(index_of(bad), std::make_pair(std::string("config.accept_trace"), int64_t{1}));
+  bad = j;
+  bad.replace(open, close - open + 1, "[2147483648]");
+  EXPECT_EQ(index_of(bad), std::make_pair(std::string("config.accept_trace"), int64_t{0}));
+  bad = j;
+  bad.replace(open, close - open + 1, "[\"1\"]");
+  EXPECT_EQ(index_of(bad), std::make_pair(std::string("config.accept_trace"), int64_t{0}));
+  const size_t tb = j.find("\"tree_budget\": ") + 15, tb_end = j.find_first_of(",\n}", tb);
+  bad = j;
+  bad.replace(tb, tb_end - tb, "4294967297");
+  EXPECT_EQ(field_of(bad), "config.tree_budget");
 }
 
 }  // namespace
