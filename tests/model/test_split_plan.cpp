@@ -255,7 +255,9 @@ TEST(SplitPlan, BalancedPlanTakesTheEvenShareWhenItFits) {
         // The uniform plan's chunk fits and bounds the search.
         const int64_t rows = static_cast<int64_t>(b.size()) * one.row_tiles;
         const int64_t wave = ceil_div(one.tiles, std::clamp<int64_t>(blocks / rows, 1, one.tiles));
-        if (wave > lo) ASSERT_LE(c, wave) << "trial " << trial;
+        if (wave > lo) {
+          ASSERT_LE(c, wave) << "trial " << trial;
+        }
       }
     }
   }
