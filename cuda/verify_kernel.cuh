@@ -151,13 +151,6 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, int32
 #ifndef MLAV_MMA_REPEAT
 #define MLAV_MMA_REPEAT 1
 #endif
-// MLAV_S_PIPE (timing variants of the S pass's fragment order, cuda/NOTES.md v24; the same
-// products in the same order per accumulator, so the same bits): 0, the kernel, reads each B
-// pair right before its two mma; 1 reads a step's two B pairs before its four mma; 2 reads step
-// ks + 1's A and B before step ks's mma (12 more registers live).
-#ifndef MLAV_S_PIPE
-#define MLAV_S_PIPE 0
-#endif
 // MLAV_S_SPLIT=1 (a variant of ring 4, cuda/NOTES.md v24): in S each warp computes 32 rows x 32
 // keys over half of every chunk's k16 steps (warps 0-3 steps 0-1, warps 4-7 steps 2-3), so a
 // step reads 2 A and 2 B fragments for 8 mma (the kernel: 1 A and 2 B for 4 mma), a third fewer
@@ -579,10 +572,12 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   const bool slots_from_indices = !(is_draft && p.draft_source == DraftKvSource::ExtendRows);
   const int64_t index_base = e.kv_begin + (is_draft ? e.prefix_len : 0);
   // Slot ids one tile ahead, so the dependent index load is in flight while a tile streams.
-  auto load_slot = [&](int tile) -> int64_t {
-    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key;
+  // (key k of the tile; the cp.async loader's is ld_key, the TMA loader's lane and lane + 32)
+  auto slot_of = [&](int tile, int k) -> int64_t {
+    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + k;
     return (tile < num_tiles && key < key_end) ? p.kv_indices[index_base + key] : 0;
   };
+  auto load_slot = [&](int tile) { return slot_of(tile, ld_key); };
   int64_t next_slot = slots_from_indices ? load_slot(0) : 0;
   const __nv_bfloat16* lat_src = pool;   // this thread's first unit of c
   const __nv_bfloat16* rope_src = pool;  // and of k_pe
@@ -607,12 +602,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   // (Slot ids fit 31 bits: the launcher checks pool_slots.)
   int32_t tma_y[2] = {-1, -1};
   int32_t tma_next[2] = {0, 0};
-  auto tma_slot = [&](int tile, int k) -> int32_t {
-    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + k;
-    return (tile < num_tiles && key < key_end)
-               ? static_cast<int32_t>(p.kv_indices[index_base + key])
-               : 0;
-  };
+  auto tma_slot = [&](int tile, int k) { return static_cast<int32_t>(slot_of(tile, k)); };
   if constexpr (kTma) {
     if (warp == 0 && slots_from_indices)
       for (int j = 0; j < 2; ++j) tma_next[j] = tma_slot(0, lane + 32 * j);
@@ -923,40 +913,6 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
         }
         return;
       }
-#if MLAV_S_PIPE == 2
-      // Timing variant: step ks + 1's fragments are read before step ks's mma are issued.
-      uint32_t fa[2][4], fb[2][2][4];
-      load_a(0, fa[0]);
-      load_b(0, 0, fb[0][0]);
-      load_b(0, 1, fb[0][1]);
-#pragma unroll
-      for (int ks = 0; ks < ksteps; ++ks) {
-        if (ks + 1 < ksteps) {
-          load_a(ks + 1, fa[(ks + 1) & 1]);
-          load_b(ks + 1, 0, fb[(ks + 1) & 1][0]);
-          load_b(ks + 1, 1, fb[(ks + 1) & 1][1]);
-        }
-#pragma unroll
-        for (int pair = 0; pair < 2; ++pair) {
-          mma_bf16(s_acc[pair * 2], fa[ks & 1], fb[ks & 1][pair][0], fb[ks & 1][pair][1]);
-          mma_bf16(s_acc[pair * 2 + 1], fa[ks & 1], fb[ks & 1][pair][2], fb[ks & 1][pair][3]);
-        }
-      }
-#elif MLAV_S_PIPE == 1
-      // Timing variant: both B pairs of a step are read before its four mma.
-#pragma unroll
-      for (int ks = 0; ks < ksteps; ++ks) {
-        uint32_t a[4], b[2][4];
-        load_a(ks, a);
-        load_b(ks, 0, b[0]);
-        load_b(ks, 1, b[1]);
-#pragma unroll
-        for (int pair = 0; pair < 2; ++pair) {
-          mma_bf16(s_acc[pair * 2], a, b[pair][0], b[pair][1]);
-          mma_bf16(s_acc[pair * 2 + 1], a, b[pair][2], b[pair][3]);
-        }
-      }
-#else
 #pragma unroll
       for (int ks = 0; ks < ksteps; ++ks) {
         uint32_t a[4];
@@ -969,7 +925,6 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
           mma_bf16(s_acc[pair * 2 + 1], a, b[2], b[3]);
         }
       }
-#endif
     });
 
     if constexpr (kSplitS) {
