@@ -31,10 +31,6 @@ struct PartialArgs {
   // blocks start while the plan is written); MLAV_PLAN_PDL=0 launches it in stream order
   // (an experiment, cuda/NOTES.md v17).
   bool plan_pdl = true;
-  // MLAV_TMA_KV builds of the sm_120 kernel only (a variant, cuda/NOTES.md v24): three
-  // CUtensorMaps in device memory, the pool's latent view [pool_slots, 512], its k_pe view
-  // [pool_slots, 64] and k_extend's rows [max_total_q, 576]; null otherwise.
-  const void* kv_tmaps = nullptr;
 };
 
 // The balanced plan's buffer, int32 words: [0] the number of work units, [1] the chunk (tiles

@@ -8,6 +8,7 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/launch.h"
 #include "cuda/verify_kernel.h"
@@ -140,6 +141,16 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, int32
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
       "[%1, {%2, %3}], [%4];\n" ::"r"(dst),
       "l"(map), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+
+// `bytes` (a multiple of 16) from global `src` into shared memory at `dst`, completing on `bar`
+// (cp.async.bulk: no tensor map, no swizzle).
+__device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_t bytes,
+                                          uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+      ::"r"(dst), "l"(src), "r"(bytes), "r"(bar)
       : "memory");
 }
 
@@ -454,8 +465,13 @@ static __device__ unsigned g_mma_trace_grid[3];
 // holds Q's 512 latent columns, 64 KB); each warp loads its k_pe A fragments from global memory
 // (L1-resident after the first tile: 8 KB per block) at the start of every tile, 16 32-bit
 // loads per lane, and the 8 KB go to a fourth ring buffer. Row offsets: a 64-entry table.
-template <int kStages, int kCols, int kL1Ahead = 0, bool kPInRing = false>
-__global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs args) {
+// Args: PartialArgs, or a type derived from it that adds the kernel's own parameters (the
+// MLAV_TMA_KV variant's tensor maps, verify_partial_s2.cu); __grid_constant__, so that their
+// addresses are parameter space.
+template <int kStages, int kCols, int kL1Ahead = 0, bool kPInRing = false,
+          class Args = PartialArgs>
+__global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_constant__ Args kargs) {
+  const PartialArgs& args = kargs;
   static_assert(kStages >= 2, "double buffering at least");
   static_assert(!kPInRing || ((kStages == 3 || kStages == 4) && kCols == 64),
                 "P in the ring: a 64 x 64 bf16 chunk buffer, free from the k_pe step to V step 0");
@@ -509,8 +525,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
   // kQRopeGlobal: each row's k_pe in p.q; rows past the request point at the tile's first row
   // (their scores are never stored, and a row's scores depend on its own Q row only).
   const __nv_bfloat16** qrope_row = reinterpret_cast<const __nv_bfloat16**>(vis_s + kRows);  // [64]
-  // kTma (MLAV_TMA_KV): a "chunk landed" mbarrier per ring buffer, after the row table.
-  constexpr bool kTma = MLAV_TMA_KV != 0 && kStages == 4;
+  // kTma (MLAV_TMA_KV, the variant's own kernel, whose Args carry the maps): a "chunk landed"
+  // mbarrier per ring buffer, after the row table.
+  constexpr bool kTma = MLAV_TMA_KV != 0 && kStages == 4 && !std::is_same_v<Args, PartialArgs>;
   uint64_t* full_bar = reinterpret_cast<uint64_t*>(qrope_row + kRows);  // [kStages]
 
   const int tid = threadIdx.x;
@@ -597,26 +614,56 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     return pool + (rope ? p.kv_layout.rope_index(slot) : p.kv_layout.latent_index(slot)) +
            ld_unit * 8;
   };
-  // kTma: warp 0's lane owns keys lane and lane + 32 of the loader tile: their rows in the
-  // tensor map (slot ids, or k_extend rows), -1 (outside the map: zero-filled) past the split.
+  // kTma: warp 0's lane owns keys lane and lane + 32 of the loader tile (MLAV_TMA_KV=2: lanes
+  // 0-7 of every warp, key warp * 8 + lane): their rows in the tensor map (slot ids, or
+  // k_extend rows), -1 (outside the map: zero-filled) past the split.
   // (Slot ids fit 31 bits: the launcher checks pool_slots.)
+  // MLAV_TMA_KV=3 (timing-only: cuda/NOTES.md v25, its results are garbage): as 2, but each row
+  // arrives by a plain bulk copy (cp.async.bulk, no tensor map, no swizzle: the units of a row
+  // land unpermuted, which the reads do not expect), to time bulk copies against tensor copies.
+  // MLAV_TMA_KV=4 and 5 (timing-only, garbage results): as 3 with a half (a quarter) of the
+  // requests, each of 256 (512) bytes from one key's row, issued by lanes 0-3 (0-1) of every
+  // warp: whether a request's cost is per request or per byte.
+  constexpr bool kBulk = MLAV_TMA_KV >= 3;
+  constexpr int kBulkRows = MLAV_TMA_KV == 4 ? 2 : MLAV_TMA_KV == 5 ? 4 : 1;  // rows per request
+  constexpr bool kTmaSpread = MLAV_TMA_KV >= 2;
+  constexpr int kTmaKeys = kTmaSpread ? 1 : 2;  // keys per issuing lane
+  // (Captureless: a lambda that captured lane and warp changed the default kernel's code.)
+  auto tma_issuer = [](int w, int l) { return kTmaSpread ? l < 8 / kBulkRows : w == 0; };
+  auto tma_key = [](int w, int l, int j) {
+    return kTmaSpread ? w * 8 + kBulkRows * l : l + 32 * j;
+  };
   int32_t tma_y[2] = {-1, -1};
   int32_t tma_next[2] = {0, 0};
+  const __nv_bfloat16* bulk_lat[2] = {};  // kBulk: the rows' latent and k_pe starts
+  const __nv_bfloat16* bulk_rope[2] = {};
   auto tma_slot = [&](int tile, int k) { return static_cast<int32_t>(slot_of(tile, k)); };
   if constexpr (kTma) {
-    if (warp == 0 && slots_from_indices)
-      for (int j = 0; j < 2; ++j) tma_next[j] = tma_slot(0, lane + 32 * j);
+    if (tma_issuer(warp, lane) && slots_from_indices)
+      for (int j = 0; j < kTmaKeys; ++j) tma_next[j] = tma_slot(0, tma_key(warp, lane, j));
   }
   auto loader_enter_tile = [&](int tile) {
     if constexpr (kTma) {
-      if (warp == 0) {
-        for (int j = 0; j < 2; ++j) {
-          const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + lane + 32 * j;
+      if (tma_issuer(warp, lane)) {
+        for (int j = 0; j < kTmaKeys; ++j) {
+          const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + tma_key(warp, lane, j);
           const bool ok = tile < num_tiles && key < key_end;
           tma_y[j] = !ok ? -1
                      : slots_from_indices ? tma_next[j]
                                           : static_cast<int32_t>(e.q_begin + key);
-          if (slots_from_indices) tma_next[j] = tma_slot(tile + 1, lane + 32 * j);
+          if constexpr (kBulk) {
+            if (!ok) {
+              bulk_lat[j] = bulk_rope[j] = pool;
+            } else if (!slots_from_indices) {
+              bulk_lat[j] = static_cast<const __nv_bfloat16*>(p.k_extend) +
+                            (e.q_begin + key) * p.k_extend_stride;
+              bulk_rope[j] = bulk_lat[j] + kLatentDim;
+            } else {
+              bulk_lat[j] = pool + p.kv_layout.latent_index(tma_next[j]);
+              bulk_rope[j] = pool + p.kv_layout.rope_index(tma_next[j]);
+            }
+          }
+          if (slots_from_indices) tma_next[j] = tma_slot(tile + 1, tma_key(warp, lane, j));
         }
       }
       return;
@@ -639,15 +686,25 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const PartialArgs 
     constexpr int off = CK::template kPartOff<kPart>;
     if constexpr (kTma) {
       // Maps: the pool's latent view, its k_pe view, k_extend's rows (latent-first, 576 wide).
-      if (warp == 0) {
-        const char* maps = static_cast<const char*>(args.kv_tmaps);
+      if (tma_issuer(warp, lane)) {
+        const char* maps = reinterpret_cast<const char*>(kargs.maps);
         const void* map = !slots_from_indices ? maps + 256 : rope ? maps + 128 : maps;
         const int32_t x = !slots_from_indices && rope ? kLatentDim : rope ? 0 : off;
         const uint32_t bar = smem_addr(full_bar) + ((buf - kv_base) / (kChunkElems * 2)) * 8;
-        if (lane == 0) mbar_arrive_expect_tx(bar, kChunkElems * 2);
+        // One arrival (the barrier's count) with the chunk's bytes; copies of other warps that
+        // land before it leave the phase incomplete (its arrival is pending).
+        if (tid == 0) mbar_arrive_expect_tx(bar, kChunkElems * 2);
 #pragma unroll
-        for (int j = 0; j < 2; ++j)
-          tma_load_2d(buf + (lane + 32 * j) * kRowBytes, map, x, tma_y[j], bar);
+        for (int j = 0; j < kTmaKeys; ++j) {
+          if constexpr (kBulkRows > 1)  // stays inside the key's row
+            bulk_load(buf + tma_key(warp, lane, j) * kRowBytes, bulk_lat[j] + (off & 255),
+                      kBulkRows * kRowBytes, bar);
+          else if constexpr (kBulk)
+            bulk_load(buf + tma_key(warp, lane, j) * kRowBytes, rope ? bulk_rope[j] : bulk_lat[j] + off,
+                      kRowBytes, bar);
+          else
+            tma_load_2d(buf + tma_key(warp, lane, j) * kRowBytes, map, x, tma_y[j], bar);
+        }
       }
       return;
     }

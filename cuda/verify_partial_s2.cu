@@ -62,10 +62,10 @@ static void dump_mma_trace() {
 // of 3 (distance 2) for the RTX PRO 6000, whose latency hiding the H200 cannot show (v16:
 // neutral on the H200). Distances measured in v16a (2 buffers: 2, 4, 8; 3 buffers: 4) are one
 // line each to bring back.
-template __global__ void verify_partial<2, 64, 0, false>(const PartialArgs);
-template __global__ void verify_partial<3, 64, 0, true>(const PartialArgs);
-template __global__ void verify_partial<3, 64, 2, true>(const PartialArgs);
-template __global__ void verify_partial<4, 64, 0, true>(const PartialArgs);
+template __global__ void verify_partial<2, 64, 0, false>(const __grid_constant__ PartialArgs);
+template __global__ void verify_partial<3, 64, 0, true>(const __grid_constant__ PartialArgs);
+template __global__ void verify_partial<3, 64, 2, true>(const __grid_constant__ PartialArgs);
+template __global__ void verify_partial<4, 64, 0, true>(const __grid_constant__ PartialArgs);
 // The 3-buffer ring with P in it needs exactly the bytes of 2 buffers and P.
 static_assert(kPElems == Chunking<64>::kElems, "P is one 64-column chunk buffer");
 
@@ -80,26 +80,26 @@ constexpr int smem_of(int ring) {
 static_assert(smem_of(4) <= kSm120SmemLimit, "sm_120 budget");
 
 #if MLAV_TMA_KV
-// The variant's tensor maps (launch.h PartialArgs::kv_tmaps), encoded on the host for every
-// launch and copied to device memory on the stream. A timing variant: the host copy is rewritten
-// only after the stream has drained (or, under capture, once per captured graph), so a graph
-// replays the maps of its capture.
-const void* kv_tensor_maps(const VerifyParams& p, cudaStream_t stream) {
-  static CUtensorMap* host = nullptr;
-  static void* dev = nullptr;
+// The variant's kernel: ring 4 with its three tensor maps (the pool's latent view [pool_slots,
+// 512], its k_pe view [pool_slots, 64], k_extend's rows [max_total_q, 576]) as a
+// __grid_constant__ parameter, so cp.async.bulk.tensor reads them from parameter space and a
+// captured graph replays each launch's own maps, with no copy of them on the stream.
+struct TmaArgs : PartialArgs {
+  CUtensorMap maps[3];
+};
+constexpr auto verify_partial_tma = verify_partial<4, 64, 0, true, TmaArgs>;
+
+// The maps of one launch, encoded on the host (cuTensorMapEncodeTiled, a host function: nothing
+// is enqueued). Box: one row x 64 columns, the 128-byte swizzle.
+void kv_tensor_maps(const VerifyParams& p, CUtensorMap* maps) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-  if (host == nullptr) {
-    CUDA_CHECK(cudaMallocHost(&host, 3 * sizeof(CUtensorMap)));
-    CUDA_CHECK(cudaMalloc(&dev, 3 * sizeof(CUtensorMap)));
+  if (encode == nullptr) {
     cudaDriverEntryPointQueryResult found;
     CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled",
                                                 reinterpret_cast<void**>(&encode), 12000,
                                                 cudaEnableDefault, &found));
     if (found != cudaDriverEntryPointSuccess) throw std::runtime_error("no cuTensorMapEncodeTiled");
   }
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
-  if (capturing == cudaStreamCaptureStatusNone) CUDA_CHECK(cudaStreamSynchronize(stream));
   auto map = [&](CUtensorMap* m, const void* base, uint64_t cols, uint64_t rows, int64_t stride) {
     if (rows > uint64_t{INT32_MAX} || (reinterpret_cast<uintptr_t>(base) & 15) || stride % 8)
       throw std::runtime_error("MLAV_TMA_KV: the KV source is not TMA-addressable");
@@ -113,15 +113,32 @@ const void* kv_tensor_maps(const VerifyParams& p, cudaStream_t stream) {
       throw std::runtime_error("MLAV_TMA_KV: cuTensorMapEncodeTiled failed");
   };
   const auto* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);
-  map(host + 0, pool + p.kv_layout.latent_offset, kLatentDim, p.pool_slots,
+  map(maps + 0, pool + p.kv_layout.latent_offset, kLatentDim, p.pool_slots,
       p.kv_layout.latent_stride);
-  map(host + 1, pool + p.kv_layout.rope_offset, kRopeDim, p.pool_slots, p.kv_layout.rope_stride);
+  map(maps + 1, pool + p.kv_layout.rope_offset, kRopeDim, p.pool_slots, p.kv_layout.rope_stride);
   if (p.k_extend != nullptr)
-    map(host + 2, p.k_extend, kRowDim, p.max_total_q, p.k_extend_stride);
+    map(maps + 2, p.k_extend, kRowDim, p.max_total_q, p.k_extend_stride);
   else
-    host[2] = host[0];
-  CUDA_CHECK(cudaMemcpyAsync(dev, host, 3 * sizeof(CUtensorMap), cudaMemcpyHostToDevice, stream));
-  return dev;
+    maps[2] = maps[0];
+}
+
+// launch_partial_kernel's configuration for the variant's kernel.
+cudaError_t launch_tma(const PartialArgs& args, dim3 uniform_grid, int smem, cudaStream_t stream) {
+  TmaArgs t;
+  static_cast<PartialArgs&>(t) = args;
+  kv_tensor_maps(args.p, t.maps);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = args.plan != nullptr ? dim3(static_cast<unsigned>(plan_max_units(args.p)))
+                                        : uniform_grid;
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = static_cast<size_t>(smem);
+  config.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attr;
+  config.numAttrs = args.plan != nullptr && args.plan_pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&config, verify_partial_tma, t);
 }
 #endif
 PartialFn sm120_kernel(int ring, int l1_ahead) {
@@ -130,6 +147,14 @@ PartialFn sm120_kernel(int ring, int l1_ahead) {
   if (ring == 3 && l1_ahead == 2) return verify_partial<3, 64, 2, true>;
   if (ring == 4 && l1_ahead == 0) return verify_partial<4, 64, 0, true>;
   return nullptr;
+}
+// The kernel a ring launches, for its attributes and residency (the variant's kernel has its own
+// parameter type).
+const void* sm120_entry(int ring, int l1_ahead) {
+#if MLAV_TMA_KV
+  if (ring == 4 && l1_ahead == 0) return reinterpret_cast<const void*>(verify_partial_tma);
+#endif
+  return reinterpret_cast<const void*>(sm120_kernel(ring, l1_ahead));
 }
 }  // namespace
 
@@ -141,7 +166,7 @@ void prepare_partial_stages2(int ring, int l1_ahead, int carveout_percent) {
   if (!at_exit) at_exit = std::atexit(dump_mma_trace) == 0;  // the last workload's record
   dump_mma_trace();
 #endif
-  PartialFn k = sm120_kernel(ring, l1_ahead);
+  const void* k = sm120_entry(ring, l1_ahead);
   CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   smem_of(ring)));
   CUDA_CHECK(
@@ -149,7 +174,7 @@ void prepare_partial_stages2(int ring, int l1_ahead, int carveout_percent) {
 }
 
 int blocks_per_sm_stages2(int ring, int l1_ahead) {
-  PartialFn k = sm120_kernel(ring, l1_ahead);
+  const void* k = sm120_entry(ring, l1_ahead);
   CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   smem_of(ring)));
   int n = 0;
@@ -162,13 +187,13 @@ void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int ri
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
             static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
 #if MLAV_TMA_KV
-  PartialArgs a = args;
-  if (ring == 4) a.kv_tmaps = kv_tensor_maps(p, stream);
-  CUDA_CHECK(launch_partial_kernel(sm120_kernel(ring, l1_ahead), a, grid, smem_of(ring), stream));
-#else
+  if (ring == 4) {
+    CUDA_CHECK(launch_tma(args, grid, smem_of(ring), stream));
+    return;
+  }
+#endif
   CUDA_CHECK(launch_partial_kernel(sm120_kernel(ring, l1_ahead), args, grid,
                                    smem_of(ring), stream));
-#endif
 }
 
 }  // namespace mlaverify::cuda::detail

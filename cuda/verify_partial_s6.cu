@@ -5,7 +5,7 @@
 
 namespace mlaverify::cuda::detail {
 
-template __global__ void verify_partial<6, 64>(const PartialArgs);
+template __global__ void verify_partial<6, 64>(const __grid_constant__ PartialArgs);
 
 void prepare_partial_stages6() {
   CUDA_CHECK(cudaFuncSetAttribute(verify_partial<6, 64>,
