@@ -91,6 +91,9 @@ Capabilities CudaBackend::capabilities() const {
 }
 
 Support CudaBackend::can_implement(const VerifyParams& p) const {
+  // Once the context is lost nothing can run: BackendLost, as from run(), not a refusal (which a
+  // property campaign would count as a skipped case and go on).
+  if (!lost_.empty()) throw BackendLost(lost_);
   if (Support dev = cuda_device_available(); !dev)
     return Support::no("no CUDA device: " + dev.reason);
   return detail::check_static(p, /*check_pointers=*/false);

@@ -287,9 +287,9 @@ void PluginBackend::check(mlav_status s, const char* what, const char* err) cons
 }
 
 Support PluginBackend::can_implement(const VerifyParams& p) const {
-  // Once the CUDA context is lost nothing runs, and the plugin is not asked (its can_implement
-  // may call into the dead context).
-  if (device_ && !device_->lost().empty()) return Support::no(device_->lost());
+  // Once the CUDA context is lost nothing runs: BackendLost, as CudaBackend throws, and the
+  // plugin is not asked (its can_implement may call into the dead context).
+  if (device_ && !device_->lost().empty()) throw BackendLost(device_->lost());
   if (Support s = caps_.admits(p); !s) return s;
   if (table_.memory == MLAV_MEMORY_CUDA) {
     if (Support s = device_available(); !s) return s;

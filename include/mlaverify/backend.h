@@ -111,7 +111,8 @@ class Backend {
   virtual std::string name() const = 0;
   // What this backend takes and how it computes (the suite fuzzes only inside it).
   virtual Capabilities capabilities() const { return {}; }
-  // Whether this backend can run `p`, and why not. Never throws for unsupported shapes.
+  // Whether this backend can run `p`, and why not. Never throws for unsupported shapes; throws
+  // BackendLost once the backend can run nothing at all (a lost CUDA context), as run() does.
   virtual Support can_implement(const VerifyParams& p) const = 0;
   // Bytes of scratch `run` needs for `p` (split partials and the like).
   virtual size_t workspace_bytes(const VerifyParams& p) const = 0;

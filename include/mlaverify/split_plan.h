@@ -137,14 +137,14 @@ MLAV_HD int64_t plan_big_blocks(int32_t tiles, int32_t row_tiles, int32_t chunk,
 // not hold the batch's work, so lo is the smallest chunk considered. hi is max(lo, max_tiles), or
 // the wave chunk when it lies below that and fits: the chunk that gives the longest request the
 // uniform plan's split count s = floor(blocks / busy_row_tiles) (busy_row_tiles: the row tiles of
-// requests with tiles). With s >= 1 it always fits (no request gets more than s splits, so big
-// blocks <= busy_row_tiles * s <= blocks), and with s < 1 it is max_tiles, not below hi: its
-// probe is redundant, kept until a device run measures the planner without it (cuda/NOTES.md
-// v24). For a batch of equal requests it is the uniform plan's chunk, so such a batch takes one
-// probe when its work divides into the wave at lo and a few when not (8 x 8 requests of 256
-// tiles on 132 blocks: lo 125 does not fit, the wave chunk 128 does, and the search has [126,
-// 128] left), instead of the plain search's 6-10; each probe is a block-wide pass over the batch
-// in the planning kernel. The sum is not monotone in c (a request's blocks stop counting as big
+// requests with tiles). It fits without a probe: with s >= 1 no request gets more than
+// ceil(max_tiles / ceil(max_tiles / s)) <= s splits, so big blocks <= busy_row_tiles * s <=
+// blocks (tests/model/test_split_plan.cpp checks it on random batches); with s < 1 it is
+// max_tiles, not below hi. For a batch of equal requests it is the uniform plan's chunk, so such
+// a batch takes one probe when its work divides into the wave at lo and a few when not (8 x 8
+// requests of 256 tiles on 132 blocks: lo 125 does not fit, and the search has [126, 128] left:
+// 127, 2 probes), instead of the plain search's 6-10; each probe is a block-wide pass over the
+// batch in the planning kernel (cuda/NOTES.md v24, v25). The sum is not monotone in c (a request's blocks stop counting as big
 // when c passes 3/2 of their size, and count again when its split count steps down), so the
 // search finds a chunk whose big blocks fit, not always the smallest; at the top of the range
 // every request has one split (prefix units <= the batch's row tiles). The same search on the
@@ -163,7 +163,7 @@ MLAV_HD int32_t plan_chunk(int64_t work, int32_t max_tiles, int64_t busy_row_til
   const int32_t splits = static_cast<int32_t>(
       per_request < 1 ? 1 : (per_request < max_tiles ? per_request : max_tiles));
   const int32_t wave = ceil_div32(max_tiles, splits);
-  if (wave >= lo && wave < hi && big_blocks(wave) <= blocks) hi = wave;
+  if (wave >= lo && wave < hi) hi = wave;  // fits (above)
   while (lo < hi) {
     const int32_t mid = lo + (hi - lo) / 2;
     if (big_blocks(mid) <= blocks)

@@ -145,6 +145,10 @@ std::vector<Scenario> scenarios() {
   v.push_back(balanced("balanced-p0-p1-p20000", {4, 3, 5}, {0, 1, 20000}, 2, 32, 40));
   v.push_back(balanced("balanced-bs-equals-d", {3, 3, 3}, {5, 640, 0}, 3, 8, 6));
   v.push_back(balanced("balanced-cap", {9, 2}, {5000, 70}, 4, 3, 64));
+  // A batch of at most 4 requests whose long request has more than 32 units (32 splits x 4 row
+  // tiles): the planning kernel's warp-per-request stores write units k >= 32 in a second and
+  // later round of the warp's lanes (cuda/verify_plan.cu; the cases above have at most 32).
+  v.push_back(balanced("balanced-warp-stores", {16, 3}, {20000, 7}, 16, 32, 132));
   return v;
 }
 
@@ -468,10 +472,11 @@ TEST_F(CudaLaws, Fp32OutputRoundsToTheBf16Output) {
 }
 
 // A kernel fault poisons the CUDA context for the whole process: the backend's next run, and
-// every one after it, throws BackendLost (so a property campaign stops at the case instead of
-// shrinking it against a dead device). In a child process of its own (a death test re-executes
-// the binary, so the child initializes CUDA itself), since no test after it could run; not a
-// CudaLaws test, which the sanitizer runs select, since this fault is deliberate.
+// every one after it, throws BackendLost, as does can_implement (so a property campaign stops at
+// the case instead of shrinking it against a dead device). In a child process of its own (a
+// death test re-executes the binary, so the child initializes CUDA itself), since no test after
+// it could run; not a CudaLaws test, which the sanitizer runs select, since this fault is
+// deliberate.
 TEST(CudaBackendLostDeathTest, EveryRunAfterAKernelFaultThrowsBackendLost) {
   MLAV_SKIP_WITHOUT_DEVICE();
   GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -491,7 +496,15 @@ TEST(CudaBackendLostDeathTest, EveryRunAfterAKernelFaultThrowsBackendLost) {
             std::fprintf(stderr, "not BackendLost: %s\n", e.what());
           }
         }
-        std::_Exit(lost == 2 ? 0 : 4);
+        if (lost != 2) std::_Exit(4);
+        // can_implement too: BackendLost, not a refusal a campaign would count as a skip.
+        try {
+          (void)gpu.can_implement(b.params());
+          std::_Exit(5);
+        } catch (const BackendLost& e) {
+          if (std::string(e.what()).find("context is lost") == std::string::npos) std::_Exit(6);
+        }
+        std::_Exit(0);
       },
       ::testing::ExitedWithCode(0), "");
 }

@@ -184,11 +184,12 @@ TEST(SplitPlan, BalancedPlanSpreadsTheLongRequest) {
 // 128: lo 32, 4 splits; 32 x 1 x 64: lo 16, 4 splits; 4 x 16 x 64: lo 32, 2 splits). The other
 // three do not (8 x 8 x 256: lo 125 gives 3 splits, 192 big blocks), and their wave chunk (the
 // uniform plan's: 256 / floor(132 / 64) = 128; 4 x 16 x 128: 128 / 2 = 64; 2 x 4 x 1024: 1024 /
-// 16 = 64) fits and bounds the search: 8 x 8 x 256 probes 125, 128 and 127 (3 probes), the
-// other two lo and the wave chunk, which is lo + 1 (2 probes). The plain search takes 6-7
-// probes on the first three and returns a larger chunk than lo on some random batches where lo
-// fits (the sum is not monotone; 11 of the 605 such batches below), and the search without the
-// wave probe takes 8, 8 and 11 on the last three, so each of those mutants fails a check below.
+// 16 = 64) bounds the search unprobed, since it always fits (checked on every random batch
+// below): 8 x 8 x 256 probes 125 and 127 (2 probes), the other two only lo, as their wave chunk
+// is lo + 1. The plain search takes 6-7 probes on the first three and returns a larger chunk
+// than lo on some random batches where lo fits (the sum is not monotone; 11 of the 605 such
+// batches below), the search without the wave bound takes 8, 8 and 11 on the last three, and
+// v24's search, which probed the wave chunk, 3, 2 and 2: each of those fails a check below.
 TEST(SplitPlan, BalancedPlanTakesTheEvenShareWhenItFits) {
   auto plan = [](const std::vector<PlanReq>& b, int32_t cap, int32_t blocks, int* probes) {
     int32_t max_tiles = 0;
@@ -212,8 +213,8 @@ TEST(SplitPlan, BalancedPlanTakesTheEvenShareWhenItFits) {
     int probes;
   };
   for (const Shape& s : {Shape{16, 2, 128, 32, 1}, Shape{32, 1, 64, 16, 1}, Shape{4, 16, 64, 32, 1},
-                         Shape{8, 8, 256, 128, 3}, Shape{4, 16, 128, 64, 2},
-                         Shape{2, 4, 1024, 64, 2}}) {
+                         Shape{8, 8, 256, 128, 2}, Shape{4, 16, 128, 64, 1},
+                         Shape{2, 4, 1024, 64, 1}}) {
     int probes = 0;
     const int32_t c = plan(std::vector<PlanReq>(s.bs, PlanReq{s.tiles, s.row_tiles}), kMaxSplits,
                            132, &probes);
@@ -242,6 +243,19 @@ TEST(SplitPlan, BalancedPlanTakesTheEvenShareWhenItFits) {
     for (const PlanReq& q : b)
       big_lo += plan_big_blocks(static_cast<int32_t>(q.tiles), static_cast<int32_t>(q.row_tiles),
                                 static_cast<int32_t>(lo), cap);
+    // The wave chunk fits whenever the wave gives the longest request a split (plan_chunk takes
+    // it as the search's bound unprobed).
+    int64_t busy = 0;
+    for (const PlanReq& q : b) busy += q.tiles > 0 ? q.row_tiles : 0;
+    if (busy > 0 && blocks / busy >= 1 && max_tiles > 0) {
+      const int64_t s = std::min<int64_t>(blocks / busy, max_tiles);
+      const int32_t wave = static_cast<int32_t>(ceil_div(max_tiles, s));
+      int64_t big_wave = 0;
+      for (const PlanReq& q : b)
+        big_wave += plan_big_blocks(static_cast<int32_t>(q.tiles),
+                                    static_cast<int32_t>(q.row_tiles), wave, cap);
+      ASSERT_LE(big_wave, blocks) << "trial " << trial << ": the wave chunk " << wave;
+    }
     int probes = 0;
     const int32_t c = plan(b, cap, blocks, &probes);
     if (big_lo <= blocks) {
