@@ -417,9 +417,11 @@ __device__ __forceinline__ int32_t plan_splits(const PartialArgs& args, int32_t 
 
 // Enqueues a partial kernel: the uniform plan's grid `uniform_grid`, or, under the balanced plan,
 // plan_max_units blocks along x launched as a programmatic dependent of the planning kernel
-// (its blocks start while the plan is written and wait for it in block_unit).
-inline cudaError_t launch_partial_kernel(void (*kernel)(const PartialArgs), const PartialArgs& args,
-                                         dim3 uniform_grid, int smem, cudaStream_t stream) {
+// (its blocks start while the plan is written and wait for it in block_unit). Args is PartialArgs
+// or a variant's type derived from it (the TMA loader's TmaArgs).
+template <class Args>
+cudaError_t launch_partial_kernel(void (*kernel)(const Args), const Args& args, dim3 uniform_grid,
+                                  int smem, cudaStream_t stream) {
   cudaLaunchConfig_t config = {};
   config.gridDim = args.plan != nullptr ? dim3(static_cast<unsigned>(plan_max_units(args.p)))
                                         : uniform_grid;
@@ -867,7 +869,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
       // 4 reads in flight: fully unrolled, the 16 loads spill the 6-stage variant.
       if (row < valid_rows)
         bits = mask_row(p, u.req, e, static_cast<int32_t>(row / H))
-                   .bits<16, 4>(tile_key0 + quarter * 16, key_end)
+                   .template bits<16, 4>(tile_key0 + quarter * 16, key_end)
                << (quarter * 16);
       bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
       bits |= __shfl_xor_sync(0xffffffffu, bits, 2);

@@ -122,23 +122,12 @@ void kv_tensor_maps(const VerifyParams& p, CUtensorMap* maps) {
     maps[2] = maps[0];
 }
 
-// launch_partial_kernel's configuration for the variant's kernel.
+// The variant's arguments: the plan's with the three tensor maps added.
 cudaError_t launch_tma(const PartialArgs& args, dim3 uniform_grid, int smem, cudaStream_t stream) {
   TmaArgs t;
   static_cast<PartialArgs&>(t) = args;
   kv_tensor_maps(args.p, t.maps);
-  cudaLaunchConfig_t config = {};
-  config.gridDim = args.plan != nullptr ? dim3(static_cast<unsigned>(plan_max_units(args.p)))
-                                        : uniform_grid;
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = static_cast<size_t>(smem);
-  config.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attr;
-  config.numAttrs = args.plan != nullptr && args.plan_pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&config, verify_partial_tma, t);
+  return launch_partial_kernel(verify_partial_tma, t, uniform_grid, smem, stream);
 }
 #endif
 PartialFn sm120_kernel(int ring, int l1_ahead) {

@@ -30,6 +30,7 @@
 #ifdef MLAV_WGMMA_TRACE
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #endif
 
 namespace mlaverify::cuda::detail {
@@ -40,7 +41,7 @@ namespace mlaverify::cuda::detail {
 // stages .device/verify_bench_trace, which prints, after each workload (from the next
 // workload's initialize, on the host: a printf in the kernel makes ptxas serialize the wgmma,
 // C7510), every block's globaltimer at its start, warpgroup 0's loop start and end, its end and
-// its SM, for the 31st launch since the previous print (the last workload's is never printed).
+// its SM, for the 31st launch since the previous print (the last workload's at exit).
 // scripts/trace_summary.py condenses that per split. cuda/NOTES.md v14 has what it found.
 // kTraceSync / kTraceMerged: the cluster merge's first barrier passed, its rows merged.
 enum TraceField {
@@ -1003,6 +1004,10 @@ static void dump_trace() {
 void prepare_partial_wgmma() {
 #ifdef MLAV_WGMMA_TRACE
   dump_trace();
+  // The last workload's launch too: at exit, before the runtime's own handlers (registered
+  // earlier, so run later) tear the context down.
+  static const bool at_exit = std::atexit([] { dump_trace(); }) == 0;
+  (void)at_exit;
 #endif
   CUDA_CHECK(cudaFuncSetAttribute(verify_partial_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   kWgmmaSmemBytes));

@@ -1,5 +1,6 @@
 // guard_call: the one mapping from C++ exceptions to the C ABI's mlav_status (c_api.h "Errors"),
-// shared by every C entry point mlaverify writes over C++ (export_backend, the CUDA plugin, capi/).
+// shared by every C entry point mlaverify writes over C++ (export_backend and the plugins built on
+// it, capi/).
 #pragma once
 
 #include <cstddef>

@@ -147,6 +147,26 @@ mlav_status open_exported(uint32_t abi_version, const char* config, mlav_backend
                           size_t err_size,
                           const std::function<BackendPtr(std::string_view config)>& make);
 
+// A plugin on device memory (MLAV_MEMORY_CUDA), as parts: mlaverify stages every buffer to the
+// device before the params reach them. capabilities is answered as given; can_implement and run
+// are required; workspace_bytes may be empty (0 bytes). run enqueues on `stream` (the caller's
+// cudaStream_t, NULL the legacy default stream) into `workspace` (workspace_bytes(p) bytes of
+// device memory) and may return before its work ends: the caller synchronizes the stream.
+// Exceptions from any part become statuses as export_backend's do.
+struct DeviceParts {
+  std::string name;
+  Capabilities capabilities;
+  std::function<Support(const VerifyParams&)> can_implement;
+  std::function<uint64_t(const VerifyParams&)> workspace_bytes;
+  std::function<void(const VerifyParams&, void* workspace, void* stream)> run;
+};
+
+// open_exported for a device plugin (cuda_plugin.cpp): the same checks of out, make(config)
+// guarded the same way, and a table of memory MLAV_MEMORY_CUDA over the parts it returns.
+mlav_status open_exported_device(uint32_t abi_version, const char* config, mlav_backend* out,
+                                 char* err, size_t err_size,
+                                 const std::function<DeviceParts(std::string_view config)>& make);
+
 // Writes `message` NUL-terminated into err (at most err_size bytes, truncated); nothing when err
 // is NULL or err_size 0. For plugin authors writing their own entry points.
 void write_error(char* err, size_t err_size, std::string_view message);
