@@ -28,8 +28,7 @@ struct PartialArgs {
   // uniform plan, whose block of grid (row tile, request, split) is its own work.
   int32_t* plan = nullptr;
   // Whether the partial kernel is launched as the planning kernel's programmatic dependent (its
-  // blocks start while the plan is written); MLAV_PLAN_PDL=0 launches it in stream order
-  // (an experiment, cuda/NOTES.md v17).
+  // blocks start while the plan is written) or in stream order: choose_plan_pdl (verify_kernel.h).
   bool plan_pdl = true;
 };
 

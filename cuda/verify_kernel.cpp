@@ -67,6 +67,14 @@ bool choose_cluster_merge(const char* requested, bool folded, int32_t num_splits
                          std::min<int64_t>(grid_blocks, sm_count);
 }
 
+bool choose_plan_pdl(const char* requested, KernelVariant variant) {
+  const std::string want = requested ? requested : "";
+  if (want.empty()) return variant != KernelVariant::Wgmma;
+  if (want != "0" && want != "1")
+    throw InvalidInput("MLAV_PLAN_PDL", -1, "\"" + want + "\" is not 0 or 1");
+  return want == "1";
+}
+
 int choose_mma2_ring(const char* requested) {
   const std::string want = requested ? requested : "";
   if (want.empty()) return kMma2RingDefault;
@@ -232,8 +240,7 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   // with the merge kernel (MLAV_MERGE=cluster is Unsupported there, like any impossible merge).
   cluster_merge_ = choose_cluster_merge(std::getenv("MLAV_MERGE"), folded_ && p.plan_blocks == 0,
                                         p.num_splits, clusters, blocks, sms);
-  const char* pdl = std::getenv("MLAV_PLAN_PDL");
-  plan_pdl_ = !(pdl && std::string(pdl) == "0");
+  plan_pdl_ = choose_plan_pdl(std::getenv("MLAV_PLAN_PDL"), variant_);
   params_ = p;
   workspace_ = workspace;
   stream_ = stream;

@@ -100,6 +100,15 @@ const char* variant_name(KernelVariant v);
 // variant this device or build cannot run is Unsupported; neither is ever silently replaced.
 KernelVariant choose_variant(const char* requested, int major, int minor, bool hopper_compiled);
 
+// Whether the balanced plan's partial kernel is launched as the planning kernel's programmatic
+// dependent (its blocks start while the plan is written and wait for it) or in stream order.
+// `requested` is MLAV_PLAN_PDL: "1" or "0" force either, null or "" the default, anything else is
+// InvalidInput naming it. The default (cuda/NOTES.md v26, three rounds on the H200): stream
+// order for the wgmma kernel (1.3-4.8 us faster per call than the dependent launch on the six,
+// 1.8 and 6.3 on two of the mixed batches, equal on the third), the dependent launch for the
+// mma.sync kernels (stream order was equal, or up to 14 us slower, there).
+bool choose_plan_pdl(const char* requested, KernelVariant variant);
+
 // The sm_120-sized kernel's pipeline (cuda/NOTES.md v16). Ring: 2 chunk buffers and a P tile
 // (the v6 kernel); 3 buffers with P in the ring (the same 100,352 bytes, 1.5-1.7x faster on
 // the H200); 4 with P in the ring and Q's k_pe fragments loaded from global memory (100,864
@@ -182,7 +191,7 @@ class VerifyKernel {
   bool cluster_merge_ = false;
   int mma2_ring_ = 2;
   int mma2_l1_ = 0;
-  bool plan_pdl_ = true;  // MLAV_PLAN_PDL (default 1): the partial kernel as the plan's dependent
+  bool plan_pdl_ = true;  // choose_plan_pdl: the partial kernel as the plan's dependent
   bool initialized_ = false;
 };
 

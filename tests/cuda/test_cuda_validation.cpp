@@ -435,6 +435,20 @@ TEST(CudaSupport, DraftPlanFoldsUnlessDraftBlocksFitTheFreeSms) {
   }
 }
 
+TEST(CudaSupport, PlanPdlByKernelUnlessForced) {
+  // The default: stream order for the wgmma kernel, the dependent launch for the mma.sync ones
+  // (cuda/NOTES.md v26); "0" and "1" force either; anything else names the variable.
+  EXPECT_FALSE(choose_plan_pdl(nullptr, KernelVariant::Wgmma));
+  EXPECT_FALSE(choose_plan_pdl("", KernelVariant::Wgmma));
+  EXPECT_TRUE(choose_plan_pdl(nullptr, KernelVariant::Mma2));
+  EXPECT_TRUE(choose_plan_pdl(nullptr, KernelVariant::Mma6));
+  EXPECT_TRUE(choose_plan_pdl("1", KernelVariant::Wgmma));
+  EXPECT_FALSE(choose_plan_pdl("0", KernelVariant::Mma2));
+  for (const char* bad : {"yes", "2", " 1"})
+    mlaverify::testing::expect_invalid([&] { choose_plan_pdl(bad, KernelVariant::Mma2); },
+                                       "MLAV_PLAN_PDL", -1);
+}
+
 TEST(CudaSupport, ClusterMergeWhereClustersCostNoSm) {
   // docs/spec.md §8 on the H200 (132 SMs; 66 clusters of 2 and 32 of 4 fit, cuda/NOTES.md v15):
   // ddtree128, 128 blocks in clusters of 2.
