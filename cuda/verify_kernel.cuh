@@ -415,25 +415,38 @@ __device__ __forceinline__ int32_t plan_splits(const PartialArgs& args, int32_t 
   return args.plan != nullptr ? __ldcg(args.plan + 2 + req) : args.p.num_splits;
 }
 
-// Enqueues a partial kernel: the uniform plan's grid `uniform_grid`, or, under the balanced plan,
-// plan_max_units blocks along x launched as a programmatic dependent of the planning kernel
-// (its blocks start while the plan is written and wait for it in block_unit). Args is PartialArgs
-// or a variant's type derived from it (the TMA loader's TmaArgs).
+// Enqueues kernel(args) on `stream` with cudaLaunchKernelEx (the call returns this launch's own
+// error, where cudaGetLastError() after `<<<>>>` may also return an earlier call's: cuda/NOTES.md
+// v23), as a programmatic dependent of the stream's previous kernel when `dependent` (sm_90 and
+// later; captured into graphs as a programmatic edge): its blocks may start before that kernel
+// ends and must wait in griddepcontrol.wait before reading what it writes.
 template <class Args>
-cudaError_t launch_partial_kernel(void (*kernel)(const Args), const Args& args, dim3 uniform_grid,
-                                  int smem, cudaStream_t stream) {
+cudaError_t launch_kernel(void (*kernel)(const Args), const Args& args, dim3 grid, int threads,
+                          int smem, cudaStream_t stream, bool dependent) {
   cudaLaunchConfig_t config = {};
-  config.gridDim = args.plan != nullptr ? dim3(static_cast<unsigned>(plan_max_units(args.p)))
-                                        : uniform_grid;
-  config.blockDim = dim3(kThreads);
+  config.gridDim = grid;
+  config.blockDim = dim3(static_cast<unsigned>(threads));
   config.dynamicSmemBytes = static_cast<size_t>(smem);
   config.stream = stream;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attr;
-  config.numAttrs = args.plan != nullptr && args.plan_pdl ? 1 : 0;
+  config.numAttrs = dependent ? 1 : 0;
   return cudaLaunchKernelEx(&config, kernel, args);
+}
+
+// Enqueues a partial kernel: the uniform plan's grid `uniform_grid`, or, under the balanced plan,
+// plan_max_units blocks along x, launched as a programmatic dependent of the planning kernel when
+// args.plan_pdl (its blocks start while the plan is written and wait for it in block_unit). Args
+// is PartialArgs or a variant's type derived from it (the TMA loader's TmaArgs).
+template <class Args>
+cudaError_t launch_partial_kernel(void (*kernel)(const Args), const Args& args, dim3 uniform_grid,
+                                  int smem, cudaStream_t stream) {
+  const bool balanced = args.plan != nullptr;
+  return launch_kernel(kernel, args,
+                       balanced ? dim3(static_cast<unsigned>(plan_max_units(args.p))) : uniform_grid,
+                       kThreads, smem, stream, balanced && args.plan_pdl);
 }
 
 #ifdef MLAV_MMA_TRACE

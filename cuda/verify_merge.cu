@@ -122,21 +122,12 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
 
 void launch_merge(const PartialArgs& args, CUstream_st* stream) {
   const VerifyParams& p = args.p;
-  // Programmatic dependent launch (sm_90 and later; captured into graphs as a programmatic
-  // edge): the merge's blocks may start once every block of the partial kernel has started
-  // (the wgmma kernel says so at its top; the others never do, so for them this launch is
-  // ordinary stream order), and they wait in griddepcontrol.wait for its results.
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>((p.max_total_q * p.num_heads + kMergeRows - 1) /
-                                              kMergeRows));
-  config.blockDim = dim3(kMergeThreads);
-  config.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attr;
-  config.numAttrs = 1;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, verify_merge, args));
+  // A programmatic dependent of the partial kernel: the merge's blocks may start once every block
+  // of the partial kernel has started (the wgmma kernel says so at its top; the others never do,
+  // so for them this launch is ordinary stream order), and they wait in griddepcontrol.wait for
+  // its results.
+  const dim3 grid(static_cast<unsigned>((p.max_total_q * p.num_heads + kMergeRows - 1) / kMergeRows));
+  CUDA_CHECK(launch_kernel(verify_merge, args, grid, kMergeThreads, 0, stream, true));
 }
 
 }  // namespace mlaverify::cuda::detail

@@ -202,13 +202,8 @@ void launch_plan(const PartialArgs& args, CUstream_st* stream) {
                   (t[4] - t[0]) * 1e-3, (t[5] - t[0]) * 1e-3);
   }
 #endif
-  // Launched as the partial and merge kernels are: the call returns this launch's own error,
-  // where cudaGetLastError() after `<<<>>>` may also return an earlier call's (cuda/NOTES.md v23).
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(1);
-  config.blockDim = dim3(kPlanThreads);
-  config.stream = stream;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, verify_plan, args));
+  // In stream order after whatever the stream ran before (it reads the caller's metadata).
+  CUDA_CHECK(launch_kernel(verify_plan, args, dim3(1), kPlanThreads, 0, stream, false));
 }
 
 }  // namespace mlaverify::cuda::detail

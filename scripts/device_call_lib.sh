@@ -1,0 +1,39 @@
+#!/bin/bash
+# Sourced by a device call's script (bench/results/DATE-*/callN.sh) for what every call repeats:
+#   source scripts/device_call_lib.sh N
+# unpacks .device/kN/bin.tgz (the staged binaries, packed on this machine) into $B, makes the
+# call's output folder $O, prints the GPU's clocks and defines:
+#   t LABEL                 seconds since the start, after a step
+#   run_tests K [BIN [FILTER]]  cuda_tests (or BIN) under MLAV_CUDA_KERNEL=K: its summary line and
+#                           the first failures; the log in $O/tests_K[_BIN].log
+#   run_bench TAG K PLAN [BIN]  verify_bench (or BIN) under MLAV_CUDA_KERNEL=K and
+#                           MLAV_BENCH_PLAN=PLAN (more settings from the caller's environment):
+#                           the nine workloads' medians on one line, the output in $O/bench_TAG.txt
+#   finish                  gzips the logs and packs $O into $OUT/callN.tgz (the device tool
+#                           brings back a bounded number of files)
+call_n=$1
+B=/tmp/b$call_n
+O=/tmp/o$call_n
+rm -rf "$B" "$O"
+mkdir -p "$B" "$O"
+tar xzf ".device/k$call_n/bin.tgz" -C "$B"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu \
+  --format=csv,noheader
+T0=$(date +%s)
+t() { echo "[$1: $(( $(date +%s) - T0 )) s]"; }
+run_tests() {
+  local k=$1 bin=${2:-cuda_tests} filter=${3:-*}
+  local log=$O/tests_$k$([ "$bin" = cuda_tests ] || echo "_$bin").log
+  MLAV_CUDA_KERNEL=$k timeout 120 "$B/$bin" --gtest_filter="$filter" > "$log" 2>&1
+  echo "$bin $k rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$log" | head -3 | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]' "$log" | head -5
+}
+run_bench() {
+  local tag=$1 k=$2 plan=$3 bin=${4:-verify_bench}
+  MLAV_CUDA_KERNEL=$k MLAV_BENCH_PLAN=$plan timeout 60 "$B/$bin" > "$O/bench_$tag.txt" 2>&1
+  echo "$tag rc=$?: $(grep -E '^(k2|v3|long|mix)' "$O/bench_$tag.txt" | awk '{printf "%s ", $3}')"
+}
+finish() {
+  gzip -f "$O"/*.log 2>/dev/null
+  tar czf "$OUT/call$call_n.tgz" -C "$O" .
+}
