@@ -444,9 +444,9 @@ template <class Args>
 cudaError_t launch_partial_kernel(void (*kernel)(const Args), const Args& args, dim3 uniform_grid,
                                   int smem, cudaStream_t stream) {
   const bool balanced = args.plan != nullptr;
-  return launch_kernel(kernel, args,
-                       balanced ? dim3(static_cast<unsigned>(plan_max_units(args.p))) : uniform_grid,
-                       kThreads, smem, stream, balanced && args.plan_pdl);
+  const dim3 grid =
+      balanced ? dim3(static_cast<unsigned>(plan_max_units(args.p))) : uniform_grid;
+  return launch_kernel(kernel, args, grid, kThreads, smem, stream, balanced && args.plan_pdl);
 }
 
 #ifdef MLAV_MMA_TRACE
@@ -900,8 +900,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
     auto& s_acc = s_acc2[0];
 
     // kQRopeGlobal: this lane's k_pe A fragments (rows frag_row and + 8 of its row group,
-    // columns ks * 16 + frag_col (+ 8)), in flight during the latent steps.
-    uint32_t qr[kQRopeGlobal ? kRopeDim / 16 : 1][4];
+    // columns ks * 16 + frag_col (+ 8)), in flight during the latent steps. Zeroed for the
+    // front end, which cannot see that kernels without it never read it (no code: SASS unchanged).
+    uint32_t qr[kQRopeGlobal ? kRopeDim / 16 : 1][4] = {};
     if constexpr (kSplitS) {
       // This warp's two m16 tiles (own rows, then the partner's) at its two k16 steps.
 #pragma unroll

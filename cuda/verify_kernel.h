@@ -105,8 +105,9 @@ KernelVariant choose_variant(const char* requested, int major, int minor, bool h
 // `requested` is MLAV_PLAN_PDL: "1" or "0" force either, null or "" the default, anything else is
 // InvalidInput naming it. The default (cuda/NOTES.md v26, three rounds on the H200): stream
 // order for the wgmma kernel (1.3-4.8 us faster per call than the dependent launch on the six,
-// 1.8 and 6.3 on two of the mixed batches, equal on the third), the dependent launch for the
-// mma.sync kernels (stream order was equal, or up to 14 us slower, there).
+// 1.8 and 6.5 on two of the mixed batches, equal on the third), the dependent launch for the
+// mma.sync kernels (measured on mma2, where stream order was 0-2.1 us slower, 7.8 on tree32;
+// mma6 follows mma2 unmeasured).
 bool choose_plan_pdl(const char* requested, KernelVariant variant);
 
 // The sm_120-sized kernel's pipeline (cuda/NOTES.md v16). Ring: 2 chunk buffers and a P tile

@@ -126,7 +126,8 @@ void launch_merge(const PartialArgs& args, CUstream_st* stream) {
   // of the partial kernel has started (the wgmma kernel says so at its top; the others never do,
   // so for them this launch is ordinary stream order), and they wait in griddepcontrol.wait for
   // its results.
-  const dim3 grid(static_cast<unsigned>((p.max_total_q * p.num_heads + kMergeRows - 1) / kMergeRows));
+  const dim3 grid(
+      static_cast<unsigned>((p.max_total_q * p.num_heads + kMergeRows - 1) / kMergeRows));
   CUDA_CHECK(launch_kernel(verify_merge, args, grid, kMergeThreads, 0, stream, true));
 }
 

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #endif
 
 namespace mlaverify::cuda::detail {
@@ -1006,7 +1007,15 @@ void prepare_partial_wgmma() {
   dump_trace();
   // The last workload's launch too: at exit, before the runtime's own handlers (registered
   // earlier, so run later) tear the context down.
-  static const bool at_exit = std::atexit([] { dump_trace(); }) == 0;
+  // A failure there (CUDA_CHECK throws) is printed: an exception out of an atexit handler would
+  // terminate the process.
+  static const bool at_exit = std::atexit([] {
+    try {
+      dump_trace();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "trace at exit: %s\n", e.what());
+    }
+  }) == 0;
   (void)at_exit;
 #endif
   CUDA_CHECK(cudaFuncSetAttribute(verify_partial_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -137,8 +137,8 @@ mlav_status open_exported_device(uint32_t abi_version, const char* config, mlav_
                                  const std::function<DeviceParts(std::string_view config)>& make) {
   return open_table(abi_version, config, out, err, err_size, [&](std::string_view cfg) {
     DeviceParts d = make(cfg);
-    if (!d.can_implement || !d.run) {
-      throw std::runtime_error("the plugin's parts lack can_implement or run");
+    if (d.name.empty() || !d.can_implement || !d.run) {
+      throw std::runtime_error("the plugin's parts lack a name, can_implement or run");
     }
     auto e = std::make_unique<Exported>();
     e->name = std::move(d.name);

@@ -161,8 +161,9 @@ struct DeviceParts {
   std::function<void(const VerifyParams&, void* workspace, void* stream)> run;
 };
 
-// open_exported for a device plugin (cuda_plugin.cpp): the same checks of out, make(config)
-// guarded the same way, and a table of memory MLAV_MEMORY_CUDA over the parts it returns.
+// open_exported for a device plugin (cuda_plugin.cpp, and the test plugin
+// tests/plugin/fault_cuda_plugin.cu): the same checks of out, make(config) guarded the same way,
+// and a table of memory MLAV_MEMORY_CUDA over the parts it returns (their name must not be empty).
 mlav_status open_exported_device(uint32_t abi_version, const char* config, mlav_backend* out,
                                  char* err, size_t err_size,
                                  const std::function<DeviceParts(std::string_view config)>& make);

@@ -5,9 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+# Seconds since the start, printed at each stage's start, so a slow CI run says where it went.
+at() { echo "[test.sh: $(( $(date +%s) - start )) s]"; }
 scripts/deps.sh
 scripts/venv.sh
+at
 scripts/build.sh
+at
 
 echo "== ctest (fixed seed) =="
 (cd build && MLAV_SEED=${MLAV_SEED:-20261129} ctest --output-on-failure -j 2 --timeout 900)
@@ -18,9 +22,11 @@ if [ -x build/tests/cuda/cuda_tests ]; then
 fi
 
 fresh=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+at
 echo "== property suite, fresh seed MLAV_SEED=$fresh (rerun with MLAV_SEED=$fresh scripts/test.sh) =="
 (cd build && MLAV_SEED=$fresh MLAV_CASES=${MLAV_FRESH_CASES:-40} ctest --output-on-failure -L props --timeout 900)
 
+at
 echo "== model, cpu, scenario and property tests under AddressSanitizer and UndefinedBehaviorSanitizer =="
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -36,6 +42,7 @@ cmake --build build-asan -j "$(nproc)"
 (cd build-asan && MLAV_SEED=${MLAV_SEED:-20261129} MLAV_CASES=3 ASAN_OPTIONS=detect_leaks=1 \
   UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j 2 --timeout 1200 -L props \
   -E '^Mutants[.]')
+at
 echo "== the loaders under libFuzzer (clang, ASan + UBSan), ${MLAV_FUZZ_SECONDS:-60} s per fuzzer =="
 scripts/fuzz.sh "${MLAV_FUZZ_SECONDS:-60}"
 echo "test.sh: all stages passed in $(( $(date +%s) - start )) s"

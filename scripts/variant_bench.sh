@@ -11,8 +11,8 @@
 #   .device/verify_bench_mmatrace prints an MMATRACE line per workload).
 #   UNIT=verify_plan scripts/variant_bench.sh plantrace cuda/verify_plan.cu -DMLAV_PLAN_TRACE
 #   (the balanced plan's planning kernel, cuda/NOTES.md v18: a PLANTRACE line every 64th plan).
-# usage: [UNIT=verify_partial_wgmma|verify_partial_s2|verify_plan|verify_merge] [LINK=tests/cuda/cuda_tests]
-#        scripts/variant_bench.sh NAME SOURCE [flags]
+# usage: [UNIT=verify_partial_wgmma|verify_partial_s2|verify_plan|verify_merge]
+#        [LINK=tests/cuda/cuda_tests] scripts/variant_bench.sh NAME SOURCE [flags]
 #   SOURCE: an edited copy of cuda/$UNIT.cu (anywhere; includes resolve against the repository).
 #   Run scripts/device_build.sh first (it configures build-cuda).
 set -euo pipefail
@@ -23,7 +23,9 @@ unit=${UNIT:-verify_partial_wgmma}
 case "$unit" in
   verify_partial_wgmma) target=mlaverify_cuda_sm90a ;;  # the sm_90a-only library
   verify_partial_s2|verify_plan|verify_merge) target=mlaverify_cuda ;;
-  *) echo "UNIT=$unit: expected verify_partial_wgmma, verify_partial_s2, verify_plan or verify_merge" >&2; exit 2 ;;
+  *) echo "UNIT=$unit: expected verify_partial_wgmma, verify_partial_s2, verify_plan or" \
+       "verify_merge" >&2
+     exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root/build-cuda"

@@ -7,6 +7,8 @@
 // its own launch fail would. Built on plugin::open_exported_device, as the CUDA plugin is.
 #include <cuda_runtime.h>
 
+#include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "cuda/cuda_backend.h"
