@@ -82,11 +82,9 @@ CudaBackend::CudaBackend() : state_(std::make_unique<State>()) {}
 CudaBackend::~CudaBackend() = default;
 
 Capabilities CudaBackend::capabilities() const {
-  Capabilities c;
-  c.q_dtypes = bit(DType::BF16);
-  c.kv_dtypes = bit(DType::BF16);
-  c.honours_num_splits = true;
-  c.numerics.accumulate_unit = 0x1.0p-23;
+  // The kernel's, with every indexing: run() translates the others to token_i64 on the host.
+  Capabilities c = VerifyKernel::capabilities();
+  c.kv_indexings = Capabilities{}.kv_indexings;
   return c;
 }
 

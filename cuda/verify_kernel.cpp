@@ -132,6 +132,16 @@ int partial_blocks_per_sm(const char* requested) {
   return detail::blocks_per_sm_stages2(ring, choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), ring));
 }
 
+Capabilities VerifyKernel::capabilities() {
+  Capabilities c;
+  c.q_dtypes = bit(DType::BF16);
+  c.kv_dtypes = bit(DType::BF16);
+  c.kv_indexings = bit(KvIndexing::TokenI64);
+  c.honours_num_splits = true;
+  c.numerics.accumulate_unit = 0x1.0p-23;
+  return c;
+}
+
 Support VerifyKernel::can_implement(const VerifyParams& p) {
   // The kernels read int64 token-level kv_indices on the device; CudaBackend translates the
   // other indexings on the host before it gets here, a device-pointer caller must do the same.

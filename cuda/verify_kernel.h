@@ -159,6 +159,11 @@ class VerifyKernel {
   // Static checks only (dtypes, sizes, 16-byte alignment of strides and pointers): the metadata
   // lives on the device and is trusted here (CudaBackend validates host copies before staging).
   static Support can_implement(const VerifyParams& p);
+  // What the kernel over device pointers takes: bf16 Q and KV, num_splits honoured, and int64
+  // token-level kv_indices only (int32 ids and page tables are translated on the host,
+  // cuda::with_token_indices, which a caller whose buffers are already on the device cannot run).
+  // CudaBackend widens the indexings (it translates); the device plugins take these as they are.
+  static Capabilities capabilities();
   // fp32 partials: (num_splits + 1) x max_total_q x H x (512 + 1); under the balanced plan
   // (plan_blocks > 0) then, from plan_offset, the plan the planning kernel writes.
   static size_t workspace_bytes(const VerifyParams& p);

@@ -23,11 +23,7 @@ plugin::DeviceParts cuda_parts(std::string_view config) {
   }
   plugin::DeviceParts d;
   d.name = "cuda";
-  // The kernel over device pointers reads int64 token-level kv_indices only: the CUDA backend's
-  // host-side translation of int32 ids and page tables (cuda::with_token_indices) cannot run on
-  // buffers already on the device, so the plugin declares token_i64 alone.
-  d.capabilities = cuda::CudaBackend().capabilities();
-  d.capabilities.kv_indexings = bit(KvIndexing::TokenI64);
+  d.capabilities = cuda::VerifyKernel::capabilities();  // token_i64 only: buffers on the device
   d.can_implement = [](const VerifyParams& p) {
     Support s = cuda::cuda_device_available();
     return s ? cuda::VerifyKernel::can_implement(p) : s;

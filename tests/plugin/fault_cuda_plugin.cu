@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "cuda/cuda_backend.h"
+#include "cuda/verify_kernel.h"
 #include "mlaverify/c_api.h"
 #include "mlaverify/error.h"
 #include "plugin/plugin_backend.h"
@@ -39,8 +39,7 @@ plugin::DeviceParts fault_parts(std::string_view config) {
   const bool fail = rest.substr(used) == ",fail";  // the faulting run also reports an error
   plugin::DeviceParts d;
   d.name = "fault-cuda";
-  d.capabilities = cuda::CudaBackend().capabilities();
-  d.capabilities.kv_indexings = bit(KvIndexing::TokenI64);
+  d.capabilities = cuda::VerifyKernel::capabilities();
   d.can_implement = [](const VerifyParams&) { return Support::yes(); };
   d.run = [fault_bs, fail](const VerifyParams& p, void*, void* stream) {
     if (p.batch_size != fault_bs) return;
