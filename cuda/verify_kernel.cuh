@@ -171,6 +171,11 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
 #ifndef MLAV_S_SPLIT
 #define MLAV_S_SPLIT 0
 #endif
+// MLAV_KV_CA=1 (a variant of the mma.sync kernels, cuda/NOTES.md v27; the same bits): the chunk
+// copies read through L1 (cp.async.ca) instead of bypassing it (.cg).
+#ifndef MLAV_KV_CA
+#define MLAV_KV_CA 0
+#endif
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
   static_for<0, MLAV_MMA_REPEAT>([&]<int>() {
@@ -725,7 +730,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
     }
     const __nv_bfloat16* src = (rope ? rope_src : lat_src) + off;
     auto copy = [&](uint32_t dst, const __nv_bfloat16* from) {
-      if constexpr (kL1Ahead > 0)
+      // MLAV_KV_CA (timing: the same bits, cuda/NOTES.md v27): every chunk through L1, so a V
+      // chunk can hit the lines its K chunk allocated a few steps before.
+      if constexpr (kL1Ahead > 0 || MLAV_KV_CA != 0)
         cp_async16_ca(dst, from, src_bytes);
       else
         cp_async16(dst, from, src_bytes);
@@ -735,6 +742,12 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
     // issued, so each step's wait and barrier find nothing in flight: the loop's time without
     // the KV stream from L2.
     if (src_bytes >= 0) return;
+#endif
+#ifdef MLAV_NO_V_LOAD
+    // Timing-only (cuda/NOTES.md v27; garbage results): the K and k_pe chunks are copied, the V
+    // chunks are not: what reading V from the K chunks (KV from L2 once per tile) could save.
+    if constexpr (kPart >= kKChunks)
+      if (src_bytes >= 0) return;
 #endif
     copy(buf + ld_dst0, src);
     copy(buf + ld_dst1, src + 8);
