@@ -135,9 +135,7 @@ void require_generable(const Capabilities& k) {
   if (k.max_prefix < 0) throw InvalidInput("capabilities.max_prefix", -1, "must be >= 0");
 }
 
-}  // namespace
-
-FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
+void check_shard(const CampaignOptions& o) {
   if (o.shard_count < 1) {
     throw InvalidInput("shard", -1, "shard count " + std::to_string(o.shard_count) + " < 1");
   }
@@ -145,6 +143,35 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
     throw InvalidInput("shard", o.shard_index,
                        "shard index outside [0, " + std::to_string(o.shard_count) + ")");
   }
+}
+
+// The generator options of a campaign on `backend`: what the options allow, narrowed by what the
+// backend declares.
+GenOptions campaign_gen_options(const Backend& backend, const CampaignOptions& o) {
+  GenOptions g = o.gen;
+  g.caps = intersect(o.gen.caps, backend.capabilities());
+  require_generable(g.caps);
+  return g;
+}
+
+}  // namespace
+
+Coverage campaign_coverage(const Backend& backend, const CampaignOptions& o) {
+  check_shard(o);
+  const GenOptions gen_options = campaign_gen_options(backend, o);
+  Coverage coverage(gen_options.caps);
+  rc::Gen<Case> gen = gen_case(gen_options);
+  rc::Random random(o.seed);
+  for (int32_t n = 0; n < o.cases; ++n) {
+    rc::Random stream = random.split();  // as run_campaign: every n splits, run here or not
+    if (n % o.shard_count != o.shard_index) continue;
+    coverage.add(gen(stream, rc::kNominalSize).value());
+  }
+  return coverage;
+}
+
+FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
+  check_shard(o);
   const auto start = std::chrono::steady_clock::now();
   std::vector<const PropertyInfo*> selected;
   if (o.properties.empty()) {
@@ -162,9 +189,7 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
   std::vector<bool> dead(selected.size(), false);
   const std::string label = o.backend_label.empty() ? backend.name() : o.backend_label;
 
-  GenOptions gen_options = o.gen;
-  gen_options.caps = intersect(o.gen.caps, backend.capabilities());
-  require_generable(gen_options.caps);
+  const GenOptions gen_options = campaign_gen_options(backend, o);
   report.coverage = Coverage(gen_options.caps);
   rc::Gen<Case> gen = gen_case(gen_options);
   rc::Random random(o.seed);

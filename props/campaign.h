@@ -115,6 +115,12 @@ Capabilities intersect(const Capabilities& a, const Capabilities& b);
 // "<property>-<backend>-<seed>-<case>.json". Deterministic in the seed for a deterministic backend.
 FuzzReport run_campaign(Backend& backend, const CampaignOptions& options);
 
+// The coverage table of the cases run_campaign(backend, options) would run, drawn the same way
+// (same seed, one split per case, the same shard), with no property run: cheap enough to ask how
+// a campaign's generator covers a backend's declaration over many more cases than are affordable
+// to run. run_campaign's report.coverage equals this for the same options.
+Coverage campaign_coverage(const Backend& backend, const CampaignOptions& options);
+
 // Greedy shrinking of a failing case for one property: tries simpler_cases, keeps the first that
 // still fails, repeats; at most max_evals evaluations. Returns the last failing case and its
 // result.
