@@ -176,6 +176,11 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
 #ifndef MLAV_KV_CA
 #define MLAV_KV_CA 0
 #endif
+// MLAV_NO_KV_LOAD=1 or 2 (timing-only variants, garbage results; see issue_part): no chunk
+// copies, or no V chunk copies.
+#ifndef MLAV_NO_KV_LOAD
+#define MLAV_NO_KV_LOAD 0
+#endif
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
   static_for<0, MLAV_MMA_REPEAT>([&]<int>() {
@@ -730,25 +735,18 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
     }
     const __nv_bfloat16* src = (rope ? rope_src : lat_src) + off;
     auto copy = [&](uint32_t dst, const __nv_bfloat16* from) {
-      // MLAV_KV_CA (timing: the same bits, cuda/NOTES.md v27): every chunk through L1, so a V
-      // chunk can hit the lines its K chunk allocated a few steps before.
+      // MLAV_KV_CA: a V chunk can hit the lines its K chunk allocated a few steps before.
       if constexpr (kL1Ahead > 0 || MLAV_KV_CA != 0)
         cp_async16_ca(dst, from, src_bytes);
       else
         cp_async16(dst, from, src_bytes);
     };
-#ifdef MLAV_NO_KV_LOAD
-    // Timing-only (cuda/NOTES.md v24; its results are garbage): the chunk's copies are not
-    // issued, so each step's wait and barrier find nothing in flight: the loop's time without
-    // the KV stream from L2.
-    if (src_bytes >= 0) return;
-#endif
-#ifdef MLAV_NO_V_LOAD
-    // Timing-only (cuda/NOTES.md v27; garbage results): the K and k_pe chunks are copied, the V
-    // chunks are not: what reading V from the K chunks (KV from L2 once per tile) could save.
-    if constexpr (kPart >= kKChunks)
+    // Timing-only (garbage results): MLAV_NO_KV_LOAD=1 issues none of the chunk's copies, so each
+    // step's wait and barrier find nothing in flight (cuda/NOTES.md v24: the loop without the KV
+    // stream from L2); =2 copies the K and k_pe chunks but not the V ones (v27: what reading V
+    // from the K chunks, KV from L2 once per tile, could save).
+    if constexpr (MLAV_NO_KV_LOAD == 1 || (MLAV_NO_KV_LOAD == 2 && kPart >= kKChunks))
       if (src_bytes >= 0) return;
-#endif
     copy(buf + ld_dst0, src);
     copy(buf + ld_dst1, src + 8);
     if constexpr (kCols == 128 && !rope) {
