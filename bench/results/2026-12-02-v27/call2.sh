@@ -4,7 +4,8 @@
 # copied, garbage) and MLAV_NO_KV_LOAD=1 (no chunk copies: v24's floor), each also as a per-block
 # trace (MLAV_MMA_TRACE); kvca once more with MLAV_SMEM_CARVEOUT=100 (28 KB of L1, the card's);
 # cuda_tests linked against kvca (it must change no bits). Then v26's call 8 (never run): the
-# one-plan-per-graph and trivial-planner variants in stream order, wgmma, two rounds.
+# one-plan-per-graph and trivial-planner variants in stream order, wgmma, two rounds (their
+# sources: plan_once.diff, plan_trivial.diff beside this script, on 0280ca7's launch_kernel).
 source scripts/device_call_lib.sh 2
 run_tests mma2
 run_tests mma2 cuda_tests_kvca
