@@ -263,11 +263,12 @@ TEST(Generators, NormalizeKeepsBitpackingLegal) {
 }
 
 // The draw counts of the two coverage tests below. Every fresh-seed CI run draws them anew, so a
-// miss must be negligible, not merely unlikely. The rarest rows, measured over 5,000 seeds at the
-// former counts (400 and 300 draws), were "SPEC §8 size: D >= 128 with P >= 1024" (missed 1 and
-// 1 times) and, under the narrow declaration, "D >= 257" (missed 12 times: 0.24%, so p ~
-// -ln(0.0024) / 300 = 0.020 per draw). At 1,500 draws a row of p >= 0.02 is missed with
-// probability (0.98)^1500 < 1e-13; ~50 rows make the union < 1e-11 per run.
+// miss must be negligible, not merely unlikely. Over 5,000 seeds at the former counts (400 and
+// 300 draws) the rarest rows were "SPEC §8 size: D >= 128 with P >= 1024" (missed once in each
+// test) and, under the narrow declaration, "D >= 257" (missed 12 times: 0.24%, so p ~
+// -ln(0.0024) / 300 = 0.020 per draw); a row never missed in 5,000 seeds misses at most ~3/5,000
+// (a 95% bound), so p >= -ln(6e-4) / 400 = 0.0185. At 1,500 draws a row of p >= 0.0185 is missed
+// with probability (1 - 0.0185)^1500 < 1e-12, and ~50 rows make the union < 1e-10 per run.
 constexpr int kCoverageDraws = 1500;
 
 // Every value a backend accepts is generated (the coverage table has no MISSING row) in a
