@@ -181,6 +181,12 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
 #ifndef MLAV_NO_KV_LOAD
 #define MLAV_NO_KV_LOAD 0
 #endif
+// MLAV_COPY_LATE=k (1..4; a variant of the cp.async mma.sync kernels, cuda/NOTES.md v27; the
+// same bits): a step issues its ahead chunk after k16 step k - 1 of its own compute instead of
+// right after its barrier, so the step's first ldmatrix are not queued behind the copies.
+#ifndef MLAV_COPY_LATE
+#define MLAV_COPY_LATE 0
+#endif
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
   static_for<0, MLAV_MMA_REPEAT>([&]<int>() {
@@ -823,30 +829,13 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
   });
   static_assert(kStages - 1 < kChunksPerTile, "the prologue stays inside tile 0");
 
-  // One pipeline step for part kPart of the current tile: wait for its chunk, then issue the chunk
-  // kStages - 1 ahead (entering the next tile at a compile-time known part).
-  auto step = [&]<int kPart>(int tile) -> uint32_t {
-#ifdef MLAV_NO_KV_WAIT
-    // Timing-only (cuda/NOTES.md v24; it reads chunks that may not have landed): the copies are
-    // issued as always, but a step does not wait for its own chunk, only for the one before it.
-    cp_async_wait<kStages - 1>();
-#else
-    if constexpr (kTma) {
-      // This buffer's chunk landed (each thread acquires it itself); the fence orders this
-      // thread's earlier generic accesses of the ring (ldmatrix, P's stores) before the TMA
-      // writes that the barrier below lets warp 0 issue into the buffer freed last step.
-      mbar_wait(smem_addr(full_bar) + rd * 8, (tma_phase >> rd) & 1u);
-      tma_phase ^= 1u << rd;
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    } else {
-      cp_async_wait<kStages - 2>();
-    }
-#endif
-    __syncthreads();
+  // Issues the chunk kStages - 1 ahead of part kPart into buffer wr (freed by the previous step),
+  // entering the next tile at a compile-time known part.
+  int late_wr = 0;  // MLAV_COPY_LATE: the buffer the step's deferred copy goes to
+  auto issue_ahead = [&]<int kPart>(int tile, int wr) {
     constexpr int ahead = kPart + kStages - 1;
     constexpr int ahead_part = ahead % kChunksPerTile;
     if constexpr (ahead_part == 0) loader_enter_tile(tile + ahead / kChunksPerTile);
-    const int wr = rd == 0 ? kStages - 1 : rd - 1;
     issue_part.template operator()<ahead_part>(kv_base + wr * kChunkElems * 2);
     cp_async_commit();
     if constexpr (kL1Ahead > 0) {
@@ -869,6 +858,33 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
       prefetch_l1(src + off);
       if constexpr (kCols == 128 && !rope) prefetch_l1(src + off + 64);
     }
+  };
+  // One pipeline step for part kPart of the current tile: wait for its chunk, then issue the chunk
+  // kStages - 1 ahead (under MLAV_COPY_LATE the caller issues it, inside the step's compute).
+  static_assert(MLAV_COPY_LATE == 0 || (!kTma && !kSplitS), "MLAV_COPY_LATE: cp.async, no S split");
+  auto step = [&]<int kPart>(int tile) -> uint32_t {
+#ifdef MLAV_NO_KV_WAIT
+    // Timing-only (cuda/NOTES.md v24; it reads chunks that may not have landed): the copies are
+    // issued as always, but a step does not wait for its own chunk, only for the one before it.
+    cp_async_wait<kStages - 1>();
+#else
+    if constexpr (kTma) {
+      // This buffer's chunk landed (each thread acquires it itself); the fence orders this
+      // thread's earlier generic accesses of the ring (ldmatrix, P's stores) before the TMA
+      // writes that the barrier below lets warp 0 issue into the buffer freed last step.
+      mbar_wait(smem_addr(full_bar) + rd * 8, (tma_phase >> rd) & 1u);
+      tma_phase ^= 1u << rd;
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    } else {
+      cp_async_wait<kStages - 2>();
+    }
+#endif
+    __syncthreads();
+    const int wr = rd == 0 ? kStages - 1 : rd - 1;
+    if constexpr (MLAV_COPY_LATE == 0)
+      issue_ahead.template operator()<kPart>(tile, wr);
+    else
+      late_wr = wr;
     const uint32_t buf = kv_base + rd * kChunkElems * 2;
     rd = rd + 1 == kStages ? 0 : rd + 1;
     return buf;
@@ -1008,6 +1024,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
           mma_bf16(s_acc[pair * 2], a, b[0], b[1]);
           mma_bf16(s_acc[pair * 2 + 1], a, b[2], b[3]);
         }
+        if constexpr (MLAV_COPY_LATE > 0)
+          if (ks == MLAV_COPY_LATE - 1) issue_ahead.template operator()<kPart>(tile, late_wr);
       }
     });
 
@@ -1166,7 +1184,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
     static_for<0, kVChunks>([&]<int kC>() {
       const uint32_t buf = step.template operator()<kKChunks + kC>(tile);
 #pragma unroll
-      for (int ks = 0; ks < 4; ++ks)
+      for (int ks = 0; ks < 4; ++ks) {
 #pragma unroll
         for (int pair = 0; pair < CK::kPairs; ++pair) {
           uint32_t b0, b1, b2, b3;
@@ -1178,6 +1196,10 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
             mma_bf16(acc[kC][mt][pair * 2 + 1], pa[mt][ks], b2, b3);
           }
         }
+        if constexpr (MLAV_COPY_LATE > 0)
+          if (ks == MLAV_COPY_LATE - 1)
+            issue_ahead.template operator()<kKChunks + kC>(tile, late_wr);
+      }
     });
     MLAV_MT(const unsigned long long mt_d = clock64(); mt_pv += mt_d - mt_a; mt_a = mt_d;)
   }
