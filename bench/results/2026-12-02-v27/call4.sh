@@ -6,6 +6,7 @@
 # First: the default build's verify_partial_s2 SASS at this commit against 1c1db9a's (the step's
 # copy moved into a lambda; with MLAV_COPY_LATE=0 it should compile to the same instructions).
 source scripts/device_call_lib.sh 4
+export PATH=$PATH:/usr/local/cuda/bin
 d() { cuobjdump -sass "$1" | grep -E '^\s+/\*[0-9a-f]{4}\*/' | sed -e 's#/\*[0-9a-f]*\*/##g'; }
 d .device/k4/old_verify_partial_s2.cu.o > $O/old.sass; d .device/k4/new_verify_partial_s2.cu.o > $O/new.sass
 echo "sass lines old $(wc -l < $O/old.sass) new $(wc -l < $O/new.sass); diff lines: $(diff $O/old.sass $O/new.sass | wc -l)"
