@@ -861,6 +861,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
   };
   // One pipeline step for part kPart of the current tile: wait for its chunk, then issue the chunk
   // kStages - 1 ahead (under MLAV_COPY_LATE the caller issues it, inside the step's compute).
+  // Every S and PV step has at least 4 k16 steps (kCols / 16 or kRopeDim / 16; PV's 4), so a
+  // deferred copy is always issued: k above 4 would leave PV's chunks unissued and hang the ring.
+  static_assert(MLAV_COPY_LATE >= 0 && MLAV_COPY_LATE <= 4, "MLAV_COPY_LATE: 0..4");
   static_assert(MLAV_COPY_LATE == 0 || (!kTma && !kSplitS), "MLAV_COPY_LATE: cp.async, no S split");
   auto step = [&]<int kPart>(int tile) -> uint32_t {
 #ifdef MLAV_NO_KV_WAIT
