@@ -154,19 +154,31 @@ GenOptions campaign_gen_options(const Backend& backend, const CampaignOptions& o
   return g;
 }
 
+// Draws a campaign's cases: case n comes from the n-th split of the seed's stream whatever the
+// other cases did and whichever shard runs it (the split happens for every n, run here or not);
+// `visit(n, case)` is called for this shard's cases in order and stops the campaign by returning
+// false. run_campaign and campaign_coverage both draw through it, so they see the same cases.
+template <class Visit>
+void draw_campaign(const GenOptions& gen_options, const CampaignOptions& o, Visit&& visit) {
+  rc::Gen<Case> gen = gen_case(gen_options);
+  rc::Random random(o.seed);
+  for (int32_t n = 0; n < o.cases; ++n) {
+    rc::Random stream = random.split();
+    if (n % o.shard_count != o.shard_index) continue;
+    if (!visit(n, gen(stream, rc::kNominalSize).value())) return;
+  }
+}
+
 }  // namespace
 
 Coverage campaign_coverage(const Backend& backend, const CampaignOptions& o) {
   check_shard(o);
   const GenOptions gen_options = campaign_gen_options(backend, o);
   Coverage coverage(gen_options.caps);
-  rc::Gen<Case> gen = gen_case(gen_options);
-  rc::Random random(o.seed);
-  for (int32_t n = 0; n < o.cases; ++n) {
-    rc::Random stream = random.split();  // as run_campaign: every n splits, run here or not
-    if (n % o.shard_count != o.shard_index) continue;
-    coverage.add(gen(stream, rc::kNominalSize).value());
-  }
+  draw_campaign(gen_options, o, [&](int32_t, const Case& c) {
+    coverage.add(c);
+    return true;
+  });
   return coverage;
 }
 
@@ -191,14 +203,7 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
 
   const GenOptions gen_options = campaign_gen_options(backend, o);
   report.coverage = Coverage(gen_options.caps);
-  rc::Gen<Case> gen = gen_case(gen_options);
-  rc::Random random(o.seed);
-  for (int32_t n = 0; n < o.cases; ++n) {
-    // One independent stream per case: case n is the same whatever the other cases did, and
-    // whichever shard runs it (the split happens for every n, run here or not).
-    rc::Random stream = random.split();
-    if (n % o.shard_count != o.shard_index) continue;
-    Case c = gen(stream, rc::kNominalSize).value();
+  draw_campaign(gen_options, o, [&](int32_t n, const Case& c) {
     ++report.cases_run;
     report.case_digest += case_identity(n, c);
     report.coverage.add(c);
@@ -265,9 +270,9 @@ FuzzReport run_campaign(Backend& backend, const CampaignOptions& o) {
       if (report.backend_lost()) break;
     }
     if (o.on_case) o.on_case(report.cases_run, planned);
-    if (report.backend_lost()) break;
-    if (any_failed && o.stop_at_first_failure) break;
-  }
+    if (report.backend_lost()) return false;
+    return !(any_failed && o.stop_at_first_failure);
+  });
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
