@@ -187,6 +187,56 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
 #ifndef MLAV_COPY_LATE
 #define MLAV_COPY_LATE 0
 #endif
+// MLAV_COPY_WARPS=1 (a variant of ring 4, cuda/NOTES.md v28; arch-specific targets only,
+// sm_90a or sm_120a: setmaxnreg): a fifth..eighth warp (a third warpgroup, 384 threads) issues
+// every KV chunk's cp.async and completes it on the buffer's "full" mbarrier; the 8 math warps
+// wait on that barrier instead of a block barrier per step and hand the buffer back on its
+// "empty" mbarrier. The copy warps give their registers to the math warps (24 and 240: 128 x 24
+// + 256 x 240 = 384 x 168, the entry budget of 384 threads). The same bits as the kernel.
+#ifndef MLAV_COPY_WARPS
+#define MLAV_COPY_WARPS 0
+#endif
+#if MLAV_COPY_WARPS && defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL) && \
+    !defined(__CUDA_ARCH_FEAT_SM120_ALL)
+#error "MLAV_COPY_WARPS needs an arch-specific target (sm_90a or sm_120a) for setmaxnreg"
+#endif
+// The copy warps' registers (MLAV_COPY_REGS, a multiple of 8 from 24) and the math warps' (what
+// is left of 384 x 168, rounded down to a multiple of 8: 240 for 24, 232 for 40).
+#ifndef MLAV_COPY_REGS
+#define MLAV_COPY_REGS 24
+#endif
+constexpr int kCopyRegs = MLAV_COPY_REGS;
+constexpr int kMathRegs = (384 * 168 - 128 * kCopyRegs) / 256 / 8 * 8;
+static_assert(kCopyRegs >= 24 && kCopyRegs % 8 == 0 && kMathRegs <= 256, "setmaxnreg: 24 .. 256");
+// Threads of a partial-kernel block: 256, or 384 for ring 4 with the copy warpgroup.
+__host__ __device__ constexpr int partial_threads(int stages) {
+  return MLAV_COPY_WARPS != 0 && stages == 4 ? kThreads + 128 : kThreads;
+}
+// Register reallocation of the executing warpgroup (every warp of it executes the same one).
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+#if MLAV_COPY_WARPS
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+#endif
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+#if MLAV_COPY_WARPS
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+#endif
+}
+// The executing thread's cp.async issued so far arrive on `bar` when they have landed (.noinc:
+// the arrival is one of the count the barrier was initialised with).
+__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Barrier 1 over the 8 math warps (the copy warps never take part).
+__device__ __forceinline__ void math_sync() {
+  asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
+}
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
   static_for<0, MLAV_MMA_REPEAT>([&]<int>() {
@@ -458,11 +508,11 @@ cudaError_t launch_kernel(void (*kernel)(const Args), const Args& args, dim3 gri
 // is PartialArgs or a variant's type derived from it (the TMA loader's TmaArgs).
 template <class Args>
 cudaError_t launch_partial_kernel(void (*kernel)(const Args), const Args& args, dim3 uniform_grid,
-                                  int smem, cudaStream_t stream) {
+                                  int smem, cudaStream_t stream, int threads = kThreads) {
   const bool balanced = args.plan != nullptr;
   const dim3 grid =
       balanced ? dim3(static_cast<unsigned>(plan_max_units(args.p))) : uniform_grid;
-  return launch_kernel(kernel, args, grid, kThreads, smem, stream, balanced && args.plan_pdl);
+  return launch_kernel(kernel, args, grid, threads, smem, stream, balanced && args.plan_pdl);
 }
 
 #ifdef MLAV_MMA_TRACE
@@ -501,7 +551,8 @@ static __device__ unsigned g_mma_trace_grid[3];
 // addresses are parameter space.
 template <int kStages, int kCols, int kL1Ahead = 0, bool kPInRing = false,
           class Args = PartialArgs>
-__global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_constant__ Args kargs) {
+__global__ void __launch_bounds__(partial_threads(kStages), 1)
+    verify_partial(const __grid_constant__ Args kargs) {
   const PartialArgs& args = kargs;
   static_assert(kStages >= 2, "double buffering at least");
   static_assert(!kPInRing || ((kStages == 3 || kStages == 4) && kCols == 64),
@@ -560,6 +611,13 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
   // mbarrier per ring buffer, after the row table.
   constexpr bool kTma = MLAV_TMA_KV != 0 && kStages == 4 && !std::is_same_v<Args, PartialArgs>;
   uint64_t* full_bar = reinterpret_cast<uint64_t*>(qrope_row + kRows);  // [kStages]
+  // kCopyWarps (MLAV_COPY_WARPS): threads kThreads .. + 127 copy, the first kThreads compute.
+  // full_bar[b]: buffer b's chunk landed (128 arrivals, one per copy thread, each when its own
+  // cp.async have landed); empty_bar[b]: the 8 math warps are done with it (one per warp).
+  constexpr bool kCopyWarps = partial_threads(kStages) != kThreads;
+  static_assert(!kCopyWarps || (!kTma && MLAV_S_SPLIT == 0 && MLAV_COPY_LATE == 0 && kL1Ahead == 0),
+                "MLAV_COPY_WARPS: the cp.async ring of 4, without the S split or late copies");
+  uint64_t* empty_bar = full_bar + kStages;  // [kStages], kCopyWarps
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -584,10 +642,21 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
     }
     // Published by the barrier after the row table below, before the first chunk is issued.
   }
+  if constexpr (kCopyWarps) {
+    if (tid == 0) {
+      for (int b = 0; b < kStages; ++b) {
+        mbar_init(smem_addr(full_bar + b), 128);
+        mbar_init(smem_addr(empty_bar + b), kThreads / 32);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    // Published by the barrier after the row table below (every thread of the block).
+  }
   // ---- Q tile: 64 rows x 72 units of 16 bytes, rows past the request zero-filled ----
   {
     const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
-    for (int u = tid; u < kRows * kQUnits; u += kThreads) {
+    // (kCopyWarps: the math threads load Q and wait for it themselves, before their loop.)
+    for (int u = tid; u < kRows * kQUnits && (!kCopyWarps || tid < kThreads); u += kThreads) {
       int r = u / kQUnits, unit = u % kQUnits;
       int64_t row = row0 + r;
       bool ok = row < valid_rows;
@@ -615,8 +684,10 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
   // registers. The chunk steps of a tile are unrolled at compile time (static_for below), so which
   // part of the row a chunk holds, when the loader crosses into the next tile and every
   // shared-memory offset are constants: per chunk the loader does adds and cp.async, no branches.
+  // kCopyWarps: copy thread c = tid - kThreads owns key c / 2 and units (c % 2) * 4 .. + 3.
   const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);
-  const int ld_key = tid >> 2, ld_unit = (tid & 3) * 2;
+  const int ld_key = kCopyWarps ? (tid - kThreads) >> 1 : tid >> 2;
+  const int ld_unit = kCopyWarps ? ((tid - kThreads) & 1) * 4 : (tid & 3) * 2;
   const bool slots_from_indices = !(is_draft && p.draft_source == DraftKvSource::ExtendRows);
   const int64_t index_base = e.kv_begin + (is_draft ? e.prefix_len : 0);
   // Slot ids one tile ahead, so the dependent index load is in flight while a tile streams.
@@ -626,7 +697,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
     return (tile < num_tiles && key < key_end) ? p.kv_indices[index_base + key] : 0;
   };
   auto load_slot = [&](int tile) { return slot_of(tile, ld_key); };
-  int64_t next_slot = slots_from_indices ? load_slot(0) : 0;
+  // (kCopyWarps: loaded in the copy warps' loop; a math thread's ld_key is not a key.)
+  int64_t next_slot = slots_from_indices && !kCopyWarps ? load_slot(0) : 0;
   const __nv_bfloat16* lat_src = pool;   // this thread's first unit of c
   const __nv_bfloat16* rope_src = pool;  // and of k_pe
   int src_bytes = 0;                     // 16, or 0: zero-fill past key_end
@@ -753,6 +825,12 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
     // from the K chunks, KV from L2 once per tile, could save).
     if constexpr (MLAV_NO_KV_LOAD == 1 || (MLAV_NO_KV_LOAD == 2 && kPart >= kKChunks))
       if (src_bytes >= 0) return;
+    if constexpr (kCopyWarps) {
+      // Units ld_unit + j (ld_unit is 0 or 4, j < 4) land at physical (ld_unit ^ k7) ^ j.
+#pragma unroll
+      for (int j = 0; j < 4; ++j) copy(buf + (ld_dst0 ^ (j * 16)), src + j * 8);
+      return;
+    }
     copy(buf + ld_dst0, src);
     copy(buf + ld_dst1, src + 8);
     if constexpr (kCols == 128 && !rope) {
@@ -760,6 +838,36 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
       copy(buf + ld_dst1 + 128, src + 72);
     }
   };
+
+  // ---- kCopyWarps: the copy warpgroup streams every chunk of the block's tiles, in order ----
+  // Chunk g goes to buffer g % kStages once the math warps have released that buffer's previous
+  // chunk (g - kStages); a fresh barrier passes a wait for parity 1, so the first kStages go at
+  // once. The copy warps issue exactly the chunks the math warps consume, wait for their own
+  // copies to land and leave.
+  if constexpr (kCopyWarps) {
+    if (tid >= kThreads) {
+      setmaxnreg_dec<kCopyRegs>();
+      if (slots_from_indices) next_slot = load_slot(0);
+      const uint32_t full0 = smem_addr(full_bar), empty0 = smem_addr(empty_bar);
+      const uint32_t kv0 = smem_addr(kv_s);
+      uint32_t empty_parity = (1u << kStages) - 1;
+      int wb = 0;
+#pragma unroll 1
+      for (int tile = 0; tile < num_tiles; ++tile) {
+        loader_enter_tile(tile);
+        static_for<0, kChunksPerTile>([&]<int kPart>() {
+          mbar_wait(empty0 + wb * 8, (empty_parity >> wb) & 1u);
+          empty_parity ^= 1u << wb;
+          issue_part.template operator()<kPart>(kv0 + wb * kChunkElems * 2);
+          cp_async_arrive_noinc(full0 + wb * 8);
+          wb = wb + 1 == kStages ? 0 : wb + 1;
+        });
+      }
+      cp_async_wait<0>();
+      return;
+    }
+    setmaxnreg_inc<kMathRegs>();
+  }
 
   // ---- per-row softmax state: this thread holds rows lane/4 and lane/4 + 8 of its row group ----
   // m_run starts at -FLT_MAX, not -inf: a row with nothing visible yet then has a finite
@@ -814,11 +922,13 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
   // now; the one issued now is rd - 1 (mod kStages), freed by the previous step.
   int rd = 0;
   uint32_t tma_phase = 0;  // kTma: bit b, the parity of buffer b's next phase
-  loader_enter_tile(0);
-  static_for<0, kStages - 1>([&]<int kP>() {
-    issue_part.template operator()<kP>(kv_base + kP * kChunkElems * 2);
-    cp_async_commit();
-  });
+  if constexpr (!kCopyWarps) {
+    loader_enter_tile(0);
+    static_for<0, kStages - 1>([&]<int kP>() {
+      issue_part.template operator()<kP>(kv_base + kP * kChunkElems * 2);
+      cp_async_commit();
+    });
+  }
   // The L1-staged variant: the first kL1Ahead chunks after those into L1 (all in tile 0).
   static_for<kStages - 1, kStages - 1 + kL1Ahead>([&]<int kP>() {
     static_assert(kP < kChunksPerTile, "the prologue stays inside tile 0");
@@ -871,7 +981,15 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
     // issued as always, but a step does not wait for its own chunk, only for the one before it.
     cp_async_wait<kStages - 1>();
 #else
-    if constexpr (kTma) {
+    if constexpr (kCopyWarps) {
+      // The copy warps' chunk landed (the barrier's phase completes after all 128 copy threads'
+      // copies have): nothing to issue, no block barrier; the buffer goes back in `release`.
+      mbar_wait(smem_addr(full_bar) + rd * 8, (tma_phase >> rd) & 1u);
+      tma_phase ^= 1u << rd;
+      const uint32_t buf = kv_base + rd * kChunkElems * 2;
+      rd = rd + 1 == kStages ? 0 : rd + 1;
+      return buf;
+    } else if constexpr (kTma) {
       // This buffer's chunk landed (each thread acquires it itself); the fence orders this
       // thread's earlier generic accesses of the ring (ldmatrix, P's stores) before the TMA
       // writes that the barrier below lets warp 0 issue into the buffer freed last step.
@@ -895,6 +1013,26 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
 
   // kTma: the Q tile's cp.async are the only ones; the first step's barrier publishes them.
   if constexpr (kTma) cp_async_wait<0>();
+  // kCopyWarps: the math threads' own Q copies, published among them (no step barrier will).
+  if constexpr (kCopyWarps) {
+    cp_async_wait<0>();
+    math_sync();
+  }
+  // kCopyWarps: this warp is done reading buffer `buf` (every lane's reads ordered before lane
+  // 0's release arrival by the warp barrier); the copy warps may refill it.
+  auto release = [&](uint32_t buf) {
+    if constexpr (kCopyWarps) {
+      __syncwarp();
+      if (lane == 0) mbar_arrive(smem_addr(empty_bar) + ((buf - kv_base) / (kChunkElems * 2)) * 8);
+    }
+  };
+  // The block barrier of the softmax: the math warps' alone when the copy warps run beside them.
+  auto softmax_sync = [&] {
+    if constexpr (kCopyWarps)
+      math_sync();
+    else
+      __syncthreads();
+  };
   MLAV_MT(const unsigned long long mt_loop = clock64(); mt_a = mt_loop;)
 #pragma unroll 1
   for (int tile = 0; tile < num_tiles; ++tile) {
@@ -1030,6 +1168,8 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
         if constexpr (MLAV_COPY_LATE > 0)
           if (ks == MLAV_COPY_LATE - 1) issue_ahead.template operator()<kPart>(tile, late_wr);
       }
+      // The k_pe chunk's buffer becomes P's: released once P is in registers (below).
+      if constexpr (kPart != kKChunks - 1) release(buf);
     });
 
     if constexpr (kSplitS) {
@@ -1081,6 +1221,9 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
     // vis is all ones outside the draft block; one 32-bit half of it per lane suffices, since a
     // lane's keys all lie in half `half` of the tile.
     uint32_t vis[2] = {~0u, ~0u};
+    // kCopyWarps: no step barrier lies between vis_s's stores and these loads.
+    if constexpr (kCopyWarps)
+      if (is_draft) math_sync();
     if (is_draft) {
       vis[0] = static_cast<uint32_t>(vis_s[rg * 16 + frag_row] >> (half * 32));
       vis[1] = static_cast<uint32_t>(vis_s[rg * 16 + frag_row + 8] >> (half * 32));
@@ -1109,7 +1252,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
       tile_max[hr] = fmaxf(tile_max[hr], __shfl_xor_sync(0xffffffffu, tile_max[hr], 2));
       if ((lane & 3) == 0) red_max[half * kRows + rg * 16 + frag_row + 8 * hr] = tile_max[hr];
     }
-    __syncthreads();
+    softmax_sync();
     float m_new[2], scale[2], part_sum[2] = {0.f, 0.f};
     // Every warp is past its k_pe step (the barrier above), so P may overwrite that buffer.
     __nv_bfloat16* p_tile = reinterpret_cast<__nv_bfloat16*>(smem_raw + (p_buf - smem_base));
@@ -1148,7 +1291,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
       part_sum[hr] += __shfl_xor_sync(0xffffffffu, part_sum[hr], 2);
       if ((lane & 3) == 0) red_sum[half * kRows + rg * 16 + frag_row + 8 * hr] = part_sum[hr];
     }
-    __syncthreads();
+    softmax_sync();
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const int r = rg * 16 + frag_row + 8 * hr;
@@ -1181,6 +1324,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
       for (int ks = 0; ks < 4; ++ks)
         ldmatrix_x4(p_buf + p_lane_off + mt * 16 * kKvTile * 2 + (xa0 ^ (ks * 32)), pa[mt][ks][0],
                     pa[mt][ks][1], pa[mt][ks][2], pa[mt][ks][3]);
+    release(p_buf);
 
     MLAV_MT(const unsigned long long mt_c = clock64(); mt_sm += mt_c - mt_a; mt_a = mt_c;)
     // ---- O += P V over 8 chunks: this warp's 16 rows x 32 of each chunk's 64 columns ----
@@ -1203,6 +1347,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
           if (ks == MLAV_COPY_LATE - 1)
             issue_ahead.template operator()<kKChunks + kC>(tile, late_wr);
       }
+      release(buf);
     });
     MLAV_MT(const unsigned long long mt_d = clock64(); mt_pv += mt_d - mt_a; mt_a = mt_d;)
   }
@@ -1229,7 +1374,7 @@ __global__ void __launch_bounds__(kThreads, 1) verify_partial(const __grid_const
       store_row_totals(args, partial, e, row0, valid_rows, rg * 16 + frag_row + 8 * hr, l_run[hr],
                        m_run[hr], row_inv_l);
   }
-  __syncthreads();
+  softmax_sync();
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll

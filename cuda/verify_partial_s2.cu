@@ -73,9 +73,9 @@ namespace {
 using PartialFn = void (*)(const PartialArgs);
 
 // Dynamic shared memory of a ring: the MLAV_TMA_KV variant of ring 4 adds its four mbarriers
-// (32 bytes, 64 with the alignment kept).
+// (32 bytes, 64 with the alignment kept), the MLAV_COPY_WARPS variant its eight (64 bytes).
 constexpr int smem_of(int ring) {
-  return sm120_smem_bytes(ring) + (MLAV_TMA_KV && ring == 4 ? 64 : 0);
+  return sm120_smem_bytes(ring) + ((MLAV_TMA_KV || MLAV_COPY_WARPS) && ring == 4 ? 64 : 0);
 }
 static_assert(smem_of(4) <= kSm120SmemLimit, "sm_120 budget");
 
@@ -167,7 +167,8 @@ int blocks_per_sm_stages2(int ring, int l1_ahead) {
   CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   smem_of(ring)));
   int n = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, kThreads, smem_of(ring)));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, partial_threads(ring),
+                                                           smem_of(ring)));
   return n;
 }
 
@@ -182,7 +183,7 @@ void launch_partial_stages2(const PartialArgs& args, CUstream_st* stream, int ri
   }
 #endif
   CUDA_CHECK(launch_partial_kernel(sm120_kernel(ring, l1_ahead), args, grid,
-                                   smem_of(ring), stream));
+                                   smem_of(ring), stream, partial_threads(ring)));
 }
 
 }  // namespace mlaverify::cuda::detail

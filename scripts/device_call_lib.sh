@@ -9,6 +9,8 @@
 #   run_bench TAG K PLAN [BIN]  verify_bench (or BIN) under MLAV_CUDA_KERNEL=K and
 #                           MLAV_BENCH_PLAN=PLAN (more settings from the caller's environment):
 #                           the nine workloads' medians on one line, the output in $O/bench_TAG.txt
+#   sass OBJ                an object's SASS instructions without their addresses (cuobjdump)
+#   sass_diff TAG A B       compares two objects' SASS: instruction lines of each, lines differing
 #   finish                  gzips the logs and packs $O into $OUT/callN.tgz (the device tool
 #                           brings back a bounded number of files)
 call_n=$1
@@ -32,6 +34,17 @@ run_bench() {
   local tag=$1 k=$2 plan=$3 bin=${4:-verify_bench}
   MLAV_CUDA_KERNEL=$k MLAV_BENCH_PLAN=$plan timeout 60 "$B/$bin" > "$O/bench_$tag.txt" 2>&1
   echo "$tag rc=$?: $(grep -E '^(k2|v3|long|mix)' "$O/bench_$tag.txt" | awk '{printf "%s ", $3}')"
+}
+sass() {
+  /usr/local/cuda/bin/cuobjdump -sass "$1" | grep -E '^\s+/\*[0-9a-f]{4}\*/' |
+    sed -e 's#/\*[0-9a-f]*\*/##g'
+}
+sass_diff() {
+  sass "$2" > "$O/$1_a.sass"
+  sass "$3" > "$O/$1_b.sass"
+  echo "$1: sass lines $(wc -l < "$O/$1_a.sass") and $(wc -l < "$O/$1_b.sass"), differing lines:" \
+    "$(diff "$O/$1_a.sass" "$O/$1_b.sass" | grep -c '^[<>]')"
+  rm "$O/$1_a.sass" "$O/$1_b.sass"
 }
 finish() {
   gzip -f "$O"/*.log 2>/dev/null

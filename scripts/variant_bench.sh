@@ -12,7 +12,9 @@
 #   UNIT=verify_plan scripts/variant_bench.sh plantrace cuda/verify_plan.cu -DMLAV_PLAN_TRACE
 #   (the balanced plan's planning kernel, cuda/NOTES.md v18: a PLANTRACE line every 64th plan).
 # usage: [UNIT=verify_partial_wgmma|verify_partial_s2|verify_plan|verify_merge]
-#        [LINK=tests/cuda/cuda_tests] scripts/variant_bench.sh NAME SOURCE [flags]
+#        [LINK=tests/cuda/cuda_tests] [ARCH_A=1] scripts/variant_bench.sh NAME SOURCE [flags]
+#   ARCH_A=1: the unit's targets made arch-specific (sm_90 -> sm_90a, sm_120 -> sm_120a), for
+#   variants that need setmaxnreg (MLAV_COPY_WARPS, cuda/NOTES.md v28).
 #   SOURCE: an edited copy of cuda/$UNIT.cu (anywhere; includes resolve against the repository).
 #   Run scripts/device_build.sh first (it configures build-cuda).
 set -euo pipefail
@@ -37,8 +39,13 @@ trap 'rm -rf "$work"' EXIT
 cmd=$(ninja -t commands "$obj" | tail -1)
 cmd=${cmd//"$root/cuda/$unit.cu"/"$src"}
 cmd=$(echo "$cmd" | sed -e "s# -o [^ ]*\.o# -o $work/variant.o -I$root $flags#")
+if [ "${ARCH_A:-0}" = 1 ]; then
+  cmd=$(echo "$cmd" | sed -E 's/(compute|sm)_([0-9]+)([],])/\1_\2a\3/g')
+  echo "$cmd" | grep -q "sm_90a" || { echo "variant $name: ARCH_A found no sm_90 target" >&2; exit 1; }
+fi
 eval "$cmd" 2>&1 | grep -E "error|C75|spill|Used" || true
 [ -f "$work/variant.o" ] || { echo "variant $name: compile failed" >&2; exit 1; }
+cp "$work/variant.o" "$root/.device/${unit}_$name.o"  # the object itself, for its SASS
 cp cuda/libmlaverify_cuda.a "$work/lib.a"
 member=$(ar t "$work/lib.a" | grep "$unit")
 cp "$work/variant.o" "$work/$member"
