@@ -193,6 +193,9 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
 // wait on that barrier instead of a block barrier per step and hand the buffer back on its
 // "empty" mbarrier. The copy warps give their registers to the math warps (24 and 240: 128 x 24
 // + 256 x 240 = 384 x 168, the entry budget of 384 threads). The same bits as the kernel.
+// MLAV_COPY_WARPS=2: the same with every math thread arriving on "empty" (256 arrivals per use
+// instead of lane 0 of each warp after __syncwarp), the form compute-sanitizer racecheck can
+// follow (it does not order the other lanes' reads before lane 0's arrival: v19, v28).
 #ifndef MLAV_COPY_WARPS
 #define MLAV_COPY_WARPS 0
 #endif
@@ -613,7 +616,8 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   uint64_t* full_bar = reinterpret_cast<uint64_t*>(qrope_row + kRows);  // [kStages]
   // kCopyWarps (MLAV_COPY_WARPS): threads kThreads .. + 127 copy, the first kThreads compute.
   // full_bar[b]: buffer b's chunk landed (128 arrivals, one per copy thread, each when its own
-  // cp.async have landed); empty_bar[b]: the 8 math warps are done with it (one per warp).
+  // cp.async have landed); empty_bar[b]: the 8 math warps are done with it (one arrival per warp,
+  // or per thread under MLAV_COPY_WARPS=2).
   constexpr bool kCopyWarps = partial_threads(kStages) != kThreads;
   static_assert(!kCopyWarps || (!kTma && MLAV_S_SPLIT == 0 && MLAV_COPY_LATE == 0 && kL1Ahead == 0),
                 "MLAV_COPY_WARPS: the cp.async ring of 4, without the S split or late copies");
@@ -646,7 +650,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
     if (tid == 0) {
       for (int b = 0; b < kStages; ++b) {
         mbar_init(smem_addr(full_bar + b), 128);
-        mbar_init(smem_addr(empty_bar + b), kThreads / 32);
+        mbar_init(smem_addr(empty_bar + b), MLAV_COPY_WARPS == 2 ? kThreads : kThreads / 32);
       }
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -1022,8 +1026,13 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   // 0's release arrival by the warp barrier); the copy warps may refill it.
   auto release = [&](uint32_t buf) {
     if constexpr (kCopyWarps) {
-      __syncwarp();
-      if (lane == 0) mbar_arrive(smem_addr(empty_bar) + ((buf - kv_base) / (kChunkElems * 2)) * 8);
+      const uint32_t bar = smem_addr(empty_bar) + ((buf - kv_base) / (kChunkElems * 2)) * 8;
+      if constexpr (MLAV_COPY_WARPS == 2) {
+        mbar_arrive(bar);
+      } else {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(bar);
+      }
     }
   };
   // The block barrier of the softmax: the math warps' alone when the copy warps run beside them.
