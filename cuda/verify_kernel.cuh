@@ -236,9 +236,10 @@ __device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-// Barrier 1 over the 8 math warps (the copy warps never take part).
+// Barrier 5 over the 8 math warps (the copy warps never take part; the S split's pair barriers
+// are 1 .. 4).
 __device__ __forceinline__ void math_sync() {
-  asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
+  asm volatile("bar.sync 5, %0;\n" ::"n"(kThreads) : "memory");
 }
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
@@ -619,8 +620,8 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   // cp.async have landed); empty_bar[b]: the 8 math warps are done with it (one arrival per warp,
   // or per thread under MLAV_COPY_WARPS=2).
   constexpr bool kCopyWarps = partial_threads(kStages) != kThreads;
-  static_assert(!kCopyWarps || (!kTma && MLAV_S_SPLIT == 0 && MLAV_COPY_LATE == 0 && kL1Ahead == 0),
-                "MLAV_COPY_WARPS: the cp.async ring of 4, without the S split or late copies");
+  static_assert(!kCopyWarps || (!kTma && MLAV_COPY_LATE == 0 && kL1Ahead == 0),
+                "MLAV_COPY_WARPS: the cp.async ring of 4, without late copies");
   uint64_t* empty_bar = full_bar + kStages;  // [kStages], kCopyWarps
 
   const int tid = threadIdx.x;
@@ -1161,6 +1162,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
             }
           }
         }
+        if constexpr (kPart != kKChunks - 1) release(buf);
         return;
       }
 #pragma unroll
@@ -1188,7 +1190,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
       // 0 first, then set 1 into the same bytes (each lane reads its slots before writing them).
       // Named barrier 1 + q holds the pair's 64 threads. P overwrites the buffer after the
       // softmax's first block barrier, when both rounds are read.
-      __syncthreads();
+      softmax_sync();
       float4* xch = reinterpret_cast<float4*>(smem_raw + (p_buf - smem_base)) +
                     (warp & 3) * 4 * 32 + lane;
       auto pair_sync = [&] {
