@@ -188,11 +188,11 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
 #define MLAV_COPY_LATE 0
 #endif
 // MLAV_COPY_WARPS=1 (a variant of ring 4, cuda/NOTES.md v28; arch-specific targets only,
-// sm_90a or sm_120a: setmaxnreg): a fifth..eighth warp (a third warpgroup, 384 threads) issues
-// every KV chunk's cp.async and completes it on the buffer's "full" mbarrier; the 8 math warps
-// wait on that barrier instead of a block barrier per step and hand the buffer back on its
-// "empty" mbarrier. The copy warps give their registers to the math warps (24 and 240: 128 x 24
-// + 256 x 240 = 384 x 168, the entry budget of 384 threads). The same bits as the kernel.
+// sm_90a or sm_120a: setmaxnreg): four more warps (a third warpgroup, 384 threads) issue every
+// KV chunk's cp.async and complete it on the buffer's "full" mbarrier; the 8 math warps wait on
+// that barrier instead of a block barrier per step and hand the buffer back on its "empty"
+// mbarrier. The copy warps give registers to the math warps (40 and 232 by default: 128 x 40 +
+// 256 x 232 = 384 x 168, the entry budget of 384 threads). The same bits as the kernel.
 // MLAV_COPY_WARPS=2: the same with every math thread arriving on "empty" (256 arrivals per use
 // instead of lane 0 of each warp after __syncwarp), the form compute-sanitizer racecheck can
 // follow (it does not order the other lanes' reads before lane 0's arrival: v19, v28).
@@ -206,7 +206,7 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
 // The copy warps' registers (MLAV_COPY_REGS, a multiple of 8 from 24) and the math warps' (what
 // is left of 384 x 168, rounded down to a multiple of 8: 240 for 24, 232 for 40).
 #ifndef MLAV_COPY_REGS
-#define MLAV_COPY_REGS 24
+#define MLAV_COPY_REGS 40  // v28: at 24 the copy warps spill on sm_90a and the variant is slower
 #endif
 constexpr int kCopyRegs = MLAV_COPY_REGS;
 constexpr int kMathRegs = (384 * 168 - 128 * kCopyRegs) / 256 / 8 * 8;
@@ -1023,8 +1023,9 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
     cp_async_wait<0>();
     math_sync();
   }
-  // kCopyWarps: this warp is done reading buffer `buf` (every lane's reads ordered before lane
-  // 0's release arrival by the warp barrier); the copy warps may refill it.
+  // kCopyWarps: this warp is done reading buffer `buf` (__syncwarp orders every lane's reads
+  // before lane 0's release arrival; racecheck does not follow that, MLAV_COPY_WARPS=2 is the
+  // form it can check); the copy warps may refill it.
   auto release = [&](uint32_t buf) {
     if constexpr (kCopyWarps) {
       const uint32_t bar = smem_addr(empty_bar) + ((buf - kv_base) / (kChunkElems * 2)) * 8;
