@@ -525,7 +525,7 @@ cudaError_t launch_partial_kernel(void (*kernel)(const Args), const Args& args, 
 // tiles (S steps, softmax, PV steps) and records its prologue and epilogue; every launch
 // overwrites. verify_partial_s2.cu prints a summary at the next prepare and at exit.
 //   scripts/device_variant_s2.sh mmatrace cuda/verify_partial_s2.cu -DMLAV_MMA_TRACE
-enum MmaTraceField { kMtTiles, kMtPro, kMtS, kMtSoftmax, kMtPv, kMtEpi, kMtSm, kMtFields };
+enum MmaTraceField { kMtTiles, kMtPro, kMtS, kMtSoftmax, kMtPv, kMtEpi, kMtSm, kMtWait, kMtFields };
 constexpr unsigned kMmaTraceBlocks = 4096;
 static __device__ unsigned long long g_mma_trace[kMmaTraceBlocks][kMtFields];
 static __device__ unsigned g_mma_trace_grid[3];
@@ -596,8 +596,11 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
     key_end = r.end;
   }
   const int num_tiles = static_cast<int>((key_end - key_begin + kKvTile - 1) / kKvTile);
+  // (mt_w: the chunk steps' waits, inside S and PV: from a step's start to its chunk being
+  // there, the block barrier included where there is one; 32-bit clock() differences, one
+  // register: a 64-bit sum spilled the trace builds; v28)
   MLAV_MT(const unsigned long long mt_t0 = clock64(); unsigned long long mt_s = 0, mt_sm = 0,
-          mt_pv = 0, mt_a = 0;)
+          mt_pv = 0, mt_a = 0; unsigned mt_w = 0;)
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [64, kQRow]
@@ -981,6 +984,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   static_assert(MLAV_COPY_LATE >= 0 && MLAV_COPY_LATE <= 4, "MLAV_COPY_LATE: 0..4");
   static_assert(MLAV_COPY_LATE == 0 || (!kTma && !kSplitS), "MLAV_COPY_LATE: cp.async, no S split");
   auto step = [&]<int kPart>(int tile) -> uint32_t {
+    MLAV_MT(const unsigned mt_w0 = static_cast<unsigned>(clock());)
 #ifdef MLAV_NO_KV_WAIT
     // Timing-only (cuda/NOTES.md v24; it reads chunks that may not have landed): the copies are
     // issued as always, but a step does not wait for its own chunk, only for the one before it.
@@ -990,6 +994,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
       // The copy warps' chunk landed (the barrier's phase completes after all 128 copy threads'
       // copies have): nothing to issue, no block barrier; the buffer goes back in `release`.
       mbar_wait(smem_addr(full_bar) + rd * 8, (tma_phase >> rd) & 1u);
+      MLAV_MT(mt_w += static_cast<unsigned>(clock()) - mt_w0;)
       tma_phase ^= 1u << rd;
       const uint32_t buf = kv_base + rd * kChunkElems * 2;
       rd = rd + 1 == kStages ? 0 : rd + 1;
@@ -1006,6 +1011,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
     }
 #endif
     __syncthreads();
+    MLAV_MT(mt_w += static_cast<unsigned>(clock()) - mt_w0;)
     const int wr = rd == 0 ? kStages - 1 : rd - 1;
     if constexpr (MLAV_COPY_LATE == 0)
       issue_ahead.template operator()<kPart>(tile, wr);
@@ -1414,7 +1420,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
       unsigned sm;
       asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
       t[kMtTiles] = num_tiles, t[kMtPro] = mt_loop - mt_t0, t[kMtS] = mt_s, t[kMtSoftmax] = mt_sm;
-      t[kMtPv] = mt_pv, t[kMtEpi] = clock64() - mt_a, t[kMtSm] = sm;
+      t[kMtPv] = mt_pv, t[kMtEpi] = clock64() - mt_a, t[kMtSm] = sm, t[kMtWait] = mt_w;
     }
     if (b == 0) g_mma_trace_grid[0] = gridDim.x, g_mma_trace_grid[1] = gridDim.y,
                 g_mma_trace_grid[2] = gridDim.z;

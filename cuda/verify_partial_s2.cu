@@ -33,7 +33,7 @@ static void dump_mma_trace() {
   CUDA_CHECK(cudaMemcpyFromSymbol(grid, g_mma_trace_grid, sizeof grid));
   CUDA_CHECK(cudaMemcpyFromSymbol(tr, g_mma_trace, sizeof tr));
   const unsigned nb = std::min(grid[0] * grid[1] * grid[2], kMmaTraceBlocks);
-  double n = 0, tiles = 0, s = 0, sm = 0, pv = 0, pro = 0, epi = 0, lo = 1e30, hi = 0;
+  double n = 0, tiles = 0, s = 0, sm = 0, pv = 0, pro = 0, epi = 0, wait = 0, lo = 1e30, hi = 0;
   unsigned short_blocks = 0;
   for (unsigned i = 0; i < nb; ++i) {
     const unsigned long long* t = tr[i];
@@ -42,14 +42,16 @@ static void dump_mma_trace() {
     const double k = static_cast<double>(t[kMtTiles]);
     const double per = (t[kMtS] + t[kMtSoftmax] + t[kMtPv]) / k;
     n += 1, tiles += k, s += t[kMtS] / k, sm += t[kMtSoftmax] / k, pv += t[kMtPv] / k;
+    wait += t[kMtWait] / k;
     pro += t[kMtPro], epi += t[kMtEpi], lo = std::min(lo, per), hi = std::max(hi, per);
   }
   if (n > 0)
     std::printf("MMATRACE grid %u %u %u: %.0f blocks with >= 4 tiles (%u shorter), %.1f tiles "
                 "each; cycles per tile: S %.0f, softmax %.0f, PV %.0f, sum %.0f (blocks %.0f .. "
-                "%.0f); prologue %.0f, epilogue %.0f cycles\n",
+                "%.0f); prologue %.0f, epilogue %.0f cycles; chunk waits %.0f per tile (in S "
+                "and PV)\n",
                 grid[0], grid[1], grid[2], n, short_blocks, tiles / n, s / n, sm / n, pv / n,
-                (s + sm + pv) / n, lo, hi, pro / n, epi / n);
+                (s + sm + pv) / n, lo, hi, pro / n, epi / n, wait / n);
   static const unsigned long long zero[kMmaTraceBlocks][kMtFields] = {};
   const unsigned zg[3] = {0, 0, 0};
   CUDA_CHECK(cudaMemcpyToSymbol(g_mma_trace, zero, sizeof zero));

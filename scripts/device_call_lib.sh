@@ -9,6 +9,9 @@
 #   run_bench TAG K PLAN [BIN]  verify_bench (or BIN) under MLAV_CUDA_KERNEL=K and
 #                           MLAV_BENCH_PLAN=PLAN (more settings from the caller's environment):
 #                           the nine workloads' medians on one line, the output in $O/bench_TAG.txt
+#   run_trace V [K [PLAN]]  verify_bench_V (an MLAV_MMA_TRACE build) under kernel K and PLAN
+#                           (mma2, uniform): the medians, then each workload's MMATRACE line
+#                           without its block counts; the output in $O/V.txt
 #   sass OBJ                an object's SASS instructions without their addresses (cuobjdump)
 #   sass_diff TAG A B       compares two objects' SASS: instruction lines of each, lines differing
 #   finish                  gzips the logs and packs $O into $OUT/callN.tgz (the device tool
@@ -34,6 +37,12 @@ run_bench() {
   local tag=$1 k=$2 plan=$3 bin=${4:-verify_bench}
   MLAV_CUDA_KERNEL=$k MLAV_BENCH_PLAN=$plan timeout 60 "$B/$bin" > "$O/bench_$tag.txt" 2>&1
   echo "$tag rc=$?: $(grep -E '^(k2|v3|long|mix)' "$O/bench_$tag.txt" | awk '{printf "%s ", $3}')"
+}
+run_trace() {
+  local v=$1 k=${2:-mma2} plan=${3:-uniform}
+  MLAV_CUDA_KERNEL=$k MLAV_BENCH_PLAN=$plan timeout 90 "$B/verify_bench_$v" > "$O/$v.txt" 2>&1
+  echo "$v rc=$?: $(grep -E '^(k2|v3|long|mix)' "$O/$v.txt" | awk '{printf "%s ", $3}')"
+  grep MMATRACE "$O/$v.txt" | head -6 | sed 's/blocks with.*cycles per tile//'
 }
 sass() {
   /usr/local/cuda/bin/cuobjdump -sass "$1" | grep -E '^\s+/\*[0-9a-f]{4}\*/' |
