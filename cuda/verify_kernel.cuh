@@ -522,9 +522,10 @@ cudaError_t launch_partial_kernel(void (*kernel)(const Args), const Args& args, 
 #ifdef MLAV_MMA_TRACE
 // Timing-only builds of the mma.sync kernels (never the kernel; without the flag nothing below
 // or in the kernel changes): thread 0 of every block adds up clock64() cycles per phase over its
-// tiles (S steps, softmax, PV steps) and records its prologue and epilogue; every launch
-// overwrites. verify_partial_s2.cu prints a summary at the next prepare and at exit.
-//   scripts/device_variant_s2.sh mmatrace cuda/verify_partial_s2.cu -DMLAV_MMA_TRACE
+// tiles (S steps, softmax, PV steps), its prologue and epilogue, and the chunk steps' waits;
+// every launch overwrites. verify_partial_s2.cu prints a summary at the next prepare and at exit.
+//   UNIT=verify_partial_s2 scripts/variant_bench.sh mmatrace cuda/verify_partial_s2.cu \
+//     -DMLAV_MMA_TRACE
 enum MmaTraceField { kMtTiles, kMtPro, kMtS, kMtSoftmax, kMtPv, kMtEpi, kMtSm, kMtWait, kMtFields };
 constexpr unsigned kMmaTraceBlocks = 4096;
 static __device__ unsigned long long g_mma_trace[kMmaTraceBlocks][kMtFields];
