@@ -858,7 +858,6 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
       setmaxnreg_dec<kCopyRegs>();
       if (slots_from_indices) next_slot = load_slot(0);
       const uint32_t full0 = smem_addr(full_bar), empty0 = smem_addr(empty_bar);
-      const uint32_t kv0 = smem_addr(kv_s);
       uint32_t empty_parity = (1u << kStages) - 1;
       int wb = 0;
 #pragma unroll 1
@@ -867,7 +866,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
         static_for<0, kChunksPerTile>([&]<int kPart>() {
           mbar_wait(empty0 + wb * 8, (empty_parity >> wb) & 1u);
           empty_parity ^= 1u << wb;
-          issue_part.template operator()<kPart>(kv0 + wb * kChunkElems * 2);
+          issue_part.template operator()<kPart>(kv_base + wb * kChunkElems * 2);
           cp_async_arrive_noinc(full0 + wb * 8);
           wb = wb + 1 == kStages ? 0 : wb + 1;
         });
@@ -930,7 +929,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   // Ring of kStages chunk buffers: chunk g lives in buffer g % kStages. rd is the buffer computed
   // now; the one issued now is rd - 1 (mod kStages), freed by the previous step.
   int rd = 0;
-  uint32_t tma_phase = 0;  // kTma: bit b, the parity of buffer b's next phase
+  uint32_t tma_phase = 0;  // kTma, kCopyWarps: bit b, the parity of buffer b's next phase
   if constexpr (!kCopyWarps) {
     loader_enter_tile(0);
     static_for<0, kStages - 1>([&]<int kP>() {
@@ -997,9 +996,6 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
       mbar_wait(smem_addr(full_bar) + rd * 8, (tma_phase >> rd) & 1u);
       MLAV_MT(mt_w += static_cast<unsigned>(clock()) - mt_w0;)
       tma_phase ^= 1u << rd;
-      const uint32_t buf = kv_base + rd * kChunkElems * 2;
-      rd = rd + 1 == kStages ? 0 : rd + 1;
-      return buf;
     } else if constexpr (kTma) {
       // This buffer's chunk landed (each thread acquires it itself); the fence orders this
       // thread's earlier generic accesses of the ring (ldmatrix, P's stores) before the TMA
@@ -1011,13 +1007,15 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
       cp_async_wait<kStages - 2>();
     }
 #endif
-    __syncthreads();
-    MLAV_MT(mt_w += static_cast<unsigned>(clock()) - mt_w0;)
-    const int wr = rd == 0 ? kStages - 1 : rd - 1;
-    if constexpr (MLAV_COPY_LATE == 0)
-      issue_ahead.template operator()<kPart>(tile, wr);
-    else
-      late_wr = wr;
+    if constexpr (!kCopyWarps) {
+      __syncthreads();
+      MLAV_MT(mt_w += static_cast<unsigned>(clock()) - mt_w0;)
+      const int wr = rd == 0 ? kStages - 1 : rd - 1;
+      if constexpr (MLAV_COPY_LATE == 0)
+        issue_ahead.template operator()<kPart>(tile, wr);
+      else
+        late_wr = wr;
+    }
     const uint32_t buf = kv_base + rd * kChunkElems * 2;
     rd = rd + 1 == kStages ? 0 : rd + 1;
     return buf;
