@@ -199,6 +199,14 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
 #ifndef MLAV_COPY_WARPS
 #define MLAV_COPY_WARPS 0
 #endif
+// MLAV_RING_EXTRA=k (k = 1 or 2; a timing-only variant of ring 4, cuda/NOTES.md v29: its results
+// are garbage): ring 4's kernel with 4 + k chunk buffers in the same 100,864 bytes, the first k
+// of them laid over Q's last 8 k rows (8 KB each), which the copies then overwrite while S reads
+// them. It times a ring 1 or 2 chunks deeper than the sm_120 budget allows: whether the chunks
+// in flight (24 KB in ring 4) are what paces the copies.
+#ifndef MLAV_RING_EXTRA
+#define MLAV_RING_EXTRA 0
+#endif
 #if MLAV_COPY_WARPS && defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL) && \
     !defined(__CUDA_ARCH_FEAT_SM120_ALL)
 #error "MLAV_COPY_WARPS needs an arch-specific target (sm_90a or sm_120a) for setmaxnreg"
@@ -560,9 +568,11 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
     verify_partial(const __grid_constant__ Args kargs) {
   const PartialArgs& args = kargs;
   static_assert(kStages >= 2, "double buffering at least");
-  static_assert(!kPInRing || ((kStages == 3 || kStages == 4) && kCols == 64),
+  static_assert(!kPInRing || (kStages >= 3 && kStages <= 4 + MLAV_RING_EXTRA && kCols == 64),
                 "P in the ring: a 64 x 64 bf16 chunk buffer, free from the k_pe step to V step 0");
-  constexpr bool kQRopeGlobal = kStages == 4;
+  constexpr bool kQRopeGlobal = kPInRing && kStages >= 4;
+  // MLAV_RING_EXTRA: the ring's first kRingAlias buffers lie over Q's last rows (timing only).
+  constexpr int kRingAlias = kQRopeGlobal ? kStages - 4 : 0;
   static_assert(!kQRopeGlobal || kPInRing, "the 4-buffer ring is the sm_120 layout");
   constexpr int kQRow = kQRopeGlobal ? kLatentDim : kRowDim;  // Q elements per smem row
   constexpr int kQUnits = kQRow / 8;
@@ -606,7 +616,8 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __nv_bfloat16* q_s = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [64, kQRow]
   __nv_bfloat16* p_s = q_s + kRows * kQRow;  // [64, 64], unless kPInRing
-  __nv_bfloat16* kv_s = kPInRing ? p_s : p_s + kPElems;                     // [kStages, 64, kCols]
+  __nv_bfloat16* kv_s =
+      kPInRing ? p_s - kRingAlias * kChunkElems : p_s + kPElems;  // [kStages, 64, kCols]
   float* red_max = reinterpret_cast<float*>(kv_s + kStages * kChunkElems);  // [2, 64]
   float* red_sum = red_max + 2 * kRows;                                     // [2, 64]
   float* row_scale = red_sum + 2 * kRows;                                   // [64]
@@ -1279,7 +1290,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
       m_new[hr] = fmaxf(m_run[hr], fmaxf(red_max[r], red_max[kRows + r]));  // >= -FLT_MAX
       // 2^0 = 1 on the empty state without a test; the 6-stage kernel keeps the test (the same
       // bits) because ptxas spills it without (12 bytes, v20), and the ring-4 kernel spills with.
-      if constexpr (kStages == 6)
+      if constexpr (kStages == 6 && !kPInRing)
         scale[hr] = m_new[hr] == -FLT_MAX ? 1.f : exp2f(m_run[hr] - m_new[hr]);
       else
         scale[hr] = exp2f(m_run[hr] - m_new[hr]);

@@ -68,6 +68,11 @@ template __global__ void verify_partial<2, 64, 0, false>(const __grid_constant__
 template __global__ void verify_partial<3, 64, 0, true>(const __grid_constant__ PartialArgs);
 template __global__ void verify_partial<3, 64, 2, true>(const __grid_constant__ PartialArgs);
 template __global__ void verify_partial<4, 64, 0, true>(const __grid_constant__ PartialArgs);
+#if MLAV_RING_EXTRA
+// The timing-only deeper ring (verify_kernel.cuh): launched in ring 4's place.
+template __global__ void verify_partial<4 + MLAV_RING_EXTRA, 64, 0, true>(
+    const __grid_constant__ PartialArgs);
+#endif
 // The 3-buffer ring with P in it needs exactly the bytes of 2 buffers and P.
 static_assert(kPElems == Chunking<64>::kElems, "P is one 64-column chunk buffer");
 
@@ -136,7 +141,7 @@ PartialFn sm120_kernel(int ring, int l1_ahead) {
   if (ring == 2 && l1_ahead == 0) return verify_partial<2, 64, 0, false>;
   if (ring == 3 && l1_ahead == 0) return verify_partial<3, 64, 0, true>;
   if (ring == 3 && l1_ahead == 2) return verify_partial<3, 64, 2, true>;
-  if (ring == 4 && l1_ahead == 0) return verify_partial<4, 64, 0, true>;
+  if (ring == 4 && l1_ahead == 0) return verify_partial<4 + MLAV_RING_EXTRA, 64, 0, true>;
   return nullptr;
 }
 // The kernel a ring launches, for its attributes and residency (the variant's kernel has its own
