@@ -747,14 +747,22 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   // MLAV_TMA_KV=4 and 5 (timing-only, garbage results): as 3 with a half (a quarter) of the
   // requests, each of 256 (512) bytes from one key's row, issued by lanes 0-3 (0-1) of every
   // warp: whether a request's cost is per request or per byte.
-  constexpr bool kBulk = MLAV_TMA_KV >= 3;
+  // MLAV_TMA_KV=6 (timing-only, cuda/NOTES.md v29; correct only where every tile's 64 slots are
+  // one ascending run, as in a pool paged by 64 with MLAV_BENCH_RUN_LEN=64, and past key_end it
+  // reads the run's next rows instead of zeros): thread 0 issues each chunk as one box of 64 rows
+  // x 64 columns at the slot of the tile's first key (the maps' box is 64 rows), 17 requests per
+  // tile instead of 1,088: what the copy engine costs per byte once requests are few.
+  constexpr bool kBox = MLAV_TMA_KV == 6;
+  constexpr bool kBulk = MLAV_TMA_KV >= 3 && !kBox;
   constexpr int kBulkRows = MLAV_TMA_KV == 4 ? 2 : MLAV_TMA_KV == 5 ? 4 : 1;  // rows per request
-  constexpr bool kTmaSpread = MLAV_TMA_KV >= 2;
-  constexpr int kTmaKeys = kTmaSpread ? 1 : 2;  // keys per issuing lane
+  constexpr bool kTmaSpread = MLAV_TMA_KV >= 2 && !kBox;
+  constexpr int kTmaKeys = kTmaSpread || kBox ? 1 : 2;  // keys per issuing lane
   // (Captureless: a lambda that captured lane and warp changed the default kernel's code.)
-  auto tma_issuer = [](int w, int l) { return kTmaSpread ? l < 8 / kBulkRows : w == 0; };
+  auto tma_issuer = [](int w, int l) {
+    return kBox ? w == 0 && l == 0 : kTmaSpread ? l < 8 / kBulkRows : w == 0;
+  };
   auto tma_key = [](int w, int l, int j) {
-    return kTmaSpread ? w * 8 + kBulkRows * l : l + 32 * j;
+    return kBox ? 0 : kTmaSpread ? w * 8 + kBulkRows * l : l + 32 * j;
   };
   int32_t tma_y[2] = {-1, -1};
   int32_t tma_next[2] = {0, 0};

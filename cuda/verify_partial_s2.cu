@@ -112,7 +112,8 @@ void kv_tensor_maps(const VerifyParams& p, CUtensorMap* maps) {
       throw std::runtime_error("MLAV_TMA_KV: the KV source is not TMA-addressable");
     const cuuint64_t dims[2] = {cols, rows == 0 ? 1 : rows};
     const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride) * 2};
-    const cuuint32_t box[2] = {64, 1}, step[2] = {1, 1};
+    // (MLAV_TMA_KV=6: a box of 64 rows, one chunk of a tile whose slots are one run.)
+    const cuuint32_t box[2] = {64, MLAV_TMA_KV == 6 ? 64u : 1u}, step[2] = {1, 1};
     if (encode(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box,
                step, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                CU_TENSOR_MAP_L2_PROMOTION_L2_128B,

@@ -445,6 +445,18 @@ int main(int argc, char** argv) {
   const int plan_sms = plan_env && std::atoi(plan_env) > 0 ? std::atoi(plan_env) : sms;
   std::printf("split plan for %d SMs x %d resident blocks of the partial kernel\n", plan_sms,
               resident);
+  // MLAV_BENCH_RUN_LEN=L: every workload's prefix slots in runs of L consecutive slots (a paged
+  // pool of page size L, aligned with the key tiles when L is a multiple of 64) instead of a
+  // random permutation of single slots (docs/spec.md §8's layout, the default).
+  if (const char* run_env = std::getenv("MLAV_BENCH_RUN_LEN")) {
+    const long long l = std::atoll(run_env);
+    if (l < 1 || l > (1ll << 30)) {
+      std::fprintf(stderr, "MLAV_BENCH_RUN_LEN=%s: expected a run length in 1 .. 2^30\n", run_env);
+      return 2;
+    }
+    g_run_len = l;
+  }
+  std::printf("prefix slots in runs of %lld\n", static_cast<long long>(g_run_len));
   // MLAV_BENCH_PLAN: balanced (default; splits by each request's real length, planned on the
   // device; the splits column is then the cap num_splits) or uniform (every request alike).
   const char* plan_mode = std::getenv("MLAV_BENCH_PLAN");
@@ -497,7 +509,6 @@ int main(int argc, char** argv) {
                     kvb / (us * 1e-6) / 1e9, (g_variant + g_plan_note).c_str());
       }
     }
-    g_run_len = 1;
     return 0;
   }
   if (!only.empty()) {
