@@ -628,7 +628,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   const __nv_bfloat16** qrope_row = reinterpret_cast<const __nv_bfloat16**>(vis_s + kRows);  // [64]
   // kTma (MLAV_TMA_KV, the variant's own kernel, whose Args carry the maps): a "chunk landed"
   // mbarrier per ring buffer, after the row table.
-  constexpr bool kTma = MLAV_TMA_KV != 0 && kStages == 4 && !std::is_same_v<Args, PartialArgs>;
+  constexpr bool kTma = MLAV_TMA_KV != 0 && kStages >= 4 && !std::is_same_v<Args, PartialArgs>;
   uint64_t* full_bar = reinterpret_cast<uint64_t*>(qrope_row + kRows);  // [kStages]
   // kCopyWarps (MLAV_COPY_WARPS): threads kThreads .. + 127 copy, the first kThreads compute.
   // full_bar[b]: buffer b's chunk landed (128 arrivals, one per copy thread, each when its own

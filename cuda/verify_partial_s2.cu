@@ -94,7 +94,7 @@ static_assert(smem_of(4) <= kSm120SmemLimit, "sm_120 budget");
 struct TmaArgs : PartialArgs {
   CUtensorMap maps[3];
 };
-constexpr auto verify_partial_tma = verify_partial<4, 64, 0, true, TmaArgs>;
+constexpr auto verify_partial_tma = verify_partial<4 + MLAV_RING_EXTRA, 64, 0, true, TmaArgs>;
 
 // The maps of one launch, encoded on the host (cuTensorMapEncodeTiled, a host function: nothing
 // is enqueued). Box: one row x 64 columns, the 128-byte swizzle.
