@@ -121,7 +121,7 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       "r"(parity)
       : "memory");
 }
-// MLAV_TMA_KV=1 (a variant of ring 4, cuda/NOTES.md v24, not yet run on a device): each KV chunk
+// MLAV_TMA_KV=1 (a variant of ring 4, cuda/NOTES.md v24, measured in v25): each KV chunk
 // arrives as 64 TMA copies of one row x 64 columns (a tensor map per source, the 128-byte
 // swizzle: on a 1024-byte-aligned buffer the layout swz() reads), issued by warp 0 and completed
 // on the buffer's mbarrier by byte count, instead of 512 cp.async per chunk through the LSU.
@@ -207,6 +207,8 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
 #ifndef MLAV_RING_EXTRA
 #define MLAV_RING_EXTRA 0
 #endif
+static_assert(MLAV_RING_EXTRA >= 0 && MLAV_RING_EXTRA <= 2,
+              "MLAV_RING_EXTRA: 0, 1 or 2 buffers over Q");
 #if MLAV_COPY_WARPS && defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL) && \
     !defined(__CUDA_ARCH_FEAT_SM120_ALL)
 #error "MLAV_COPY_WARPS needs an arch-specific target (sm_90a or sm_120a) for setmaxnreg"
