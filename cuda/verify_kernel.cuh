@@ -575,7 +575,6 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   constexpr bool kQRopeGlobal = kPInRing && kStages >= 4;
   // MLAV_RING_EXTRA: the ring's first kRingAlias buffers lie over Q's last rows (timing only).
   constexpr int kRingAlias = kQRopeGlobal ? kStages - 4 : 0;
-  static_assert(!kQRopeGlobal || kPInRing, "the 4-buffer ring is the sm_120 layout");
   constexpr int kQRow = kQRopeGlobal ? kLatentDim : kRowDim;  // Q elements per smem row
   constexpr int kQUnits = kQRow / 8;
   static_assert(kL1Ahead >= 0 && kL1Ahead < Chunking<kCols>::kPerTile, "prefetch at most one tile ahead");
@@ -658,7 +657,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   if constexpr (kTma) {
     // The swizzle TMA writes is swz()'s only on 1024-byte-aligned chunk buffers.
     if (tid == 0) {
-      if ((smem_addr(p_s) & 1023u) != 0) __trap();
+      if ((smem_addr(kv_s) & 1023u) != 0) __trap();
       for (int b = 0; b < kStages; ++b) mbar_init(smem_addr(full_bar + b), 1);
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }

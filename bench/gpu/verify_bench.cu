@@ -449,8 +449,9 @@ int main(int argc, char** argv) {
   // pool of page size L, aligned with the key tiles when L is a multiple of 64) instead of a
   // random permutation of single slots (docs/spec.md §8's layout, the default).
   if (const char* run_env = std::getenv("MLAV_BENCH_RUN_LEN")) {
-    const long long l = std::atoll(run_env);
-    if (l < 1 || l > (1ll << 30)) {
+    char* end = nullptr;
+    const long long l = std::strtoll(run_env, &end, 10);
+    if (end == run_env || *end != '\0' || l < 1 || l > (1ll << 30)) {
       std::fprintf(stderr, "MLAV_BENCH_RUN_LEN=%s: expected a run length in 1 .. 2^30\n", run_env);
       return 2;
     }
