@@ -81,8 +81,15 @@ int choose_mma2_ring(const char* requested) {
   if (want == "2") return 2;
   if (want == "3") return 3;
   if (want == "4") return 4;
+#ifdef MLAV_HAVE_WS_VARIANT
+  if (want == "ws") return kMma2RingWs;
+#endif
   throw InvalidInput("MLAV_MMA2_RING", -1,
-                     "\"" + want + "\" is not a ring: expected 2 (buffers and P), 3 or 4 (P in the ring)");
+                     "\"" + want + "\" is not a ring: expected 2 (buffers and P), 3 or 4 (P in the ring)"
+#ifdef MLAV_HAVE_WS_VARIANT
+                     " or ws (warp-specialized)"
+#endif
+                     );
 }
 
 int choose_mma2_l1(const char* requested, int ring) {
@@ -91,7 +98,7 @@ int choose_mma2_l1(const char* requested, int ring) {
   char* end = nullptr;
   const long v = std::strtol(want.c_str(), &end, 10);
   if (end == want.c_str() || *end != '\0' || v < 0 || v > 64 ||
-      !detail::stages2_supported(ring, static_cast<int>(v)))
+      (ring == kMma2RingWs ? v != 0 : !detail::stages2_supported(ring, static_cast<int>(v))))
     throw InvalidInput("MLAV_MMA2_L1", -1,
                        "\"" + want + "\" is not a compiled L1 prefetch distance for ring " +
                            std::to_string(ring) + (ring == 3 ? ": expected 0 or 2" : ": expected 0"));
@@ -129,6 +136,9 @@ int partial_blocks_per_sm(const char* requested) {
   if (v == KernelVariant::Mma6) return detail::blocks_per_sm_stages6();
 #endif
   const int ring = choose_mma2_ring(std::getenv("MLAV_MMA2_RING"));
+#ifdef MLAV_HAVE_WS_VARIANT
+  if (ring == kMma2RingWs) return detail::blocks_per_sm_ws();
+#endif
   return detail::blocks_per_sm_stages2(ring, choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), ring));
 }
 
@@ -221,7 +231,12 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
     const int carveout = mma2_l1_ > 0 || (carve && *carve)
                              ? choose_carveout(carve, sm120_smem_bytes(mma2_ring_), per_sm)
                              : -1;
-    detail::prepare_partial_stages2(mma2_ring_, mma2_l1_, carveout);
+#ifdef MLAV_HAVE_WS_VARIANT
+    if (mma2_ring_ == kMma2RingWs)
+      detail::prepare_partial_ws(carveout);
+    else
+#endif
+      detail::prepare_partial_stages2(mma2_ring_, mma2_l1_, carveout);
   }
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -275,6 +290,11 @@ void VerifyKernel::run() {
 #ifdef MLAV_HAVE_SM90_VARIANT
   if (variant_ == KernelVariant::Wgmma) detail::launch_partial_wgmma(args, stream_);
   if (variant_ == KernelVariant::Mma6) detail::launch_partial_stages6(args, stream_);
+#endif
+#ifdef MLAV_HAVE_WS_VARIANT
+  if (variant_ == KernelVariant::Mma2 && mma2_ring_ == kMma2RingWs)
+    detail::launch_partial_ws(args, stream_);
+  else
 #endif
   if (variant_ == KernelVariant::Mma2) detail::launch_partial_stages2(args, stream_, mma2_ring_, mma2_l1_);
   if (!cluster_merge_) detail::launch_merge(args, stream_);

@@ -35,11 +35,16 @@ foreach(report IN LISTS report_list)
         set(static_smem "${CMAKE_MATCH_1}")
       endif()
       set(dyn 0)
+      # sm_120a (the arch-specific target of the warp-specialized kernel) has sm_120's limit.
+      if(arch STREQUAL "sm_120a")
+        set(arch "sm_120")
+      endif()
       if(entry MATCHES "verify_partial")
         # Only the <2 stages, 64 columns> instantiations and the <3 stages, 64 columns, P in
         # the ring> ones are compiled for sm_120; all request DYN (verify_partial_s2.cu).
         if(arch STREQUAL "sm_120" AND NOT entry MATCHES "verify_partialILi2ELi64E"
-           AND NOT entry MATCHES "verify_partialILi[34]ELi64ELi[0-9]+ELb1E")
+           AND NOT entry MATCHES "verify_partialILi[34]ELi64ELi[0-9]+ELb1E"
+           AND NOT entry MATCHES "verify_partial_wsILi3ELi3E")
           string(APPEND failures "sm_120 ${entry}: an instantiation whose dynamic request is unknown\n")
         endif()
         set(dyn ${DYN})
@@ -66,6 +71,10 @@ if(SUMMARY)
   file(WRITE "${SUMMARY}" "${summary}${failures}")
 endif()
 message(STATUS "cuda resource report:\n${summary}")
-if(NOT failures STREQUAL "")
+# MLAV_RESOURCE_CHECK=warn in the environment of the build (experiment builds staged for a
+# device run, never CI or a release): the failures are printed, the build goes on.
+if(NOT failures STREQUAL "" AND "$ENV{MLAV_RESOURCE_CHECK}" STREQUAL "warn")
+  message(WARNING "cuda resource check failed (MLAV_RESOURCE_CHECK=warn: not fatal):\n${failures}")
+elseif(NOT failures STREQUAL "")
   message(FATAL_ERROR "cuda resource check failed:\n${failures}")
 endif()

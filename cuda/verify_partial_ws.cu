@@ -1,0 +1,567 @@
+// The warp-specialized sm_120 partial kernel (MLAV_CUDA_KERNEL=mma2 with MLAV_MMA2_RING=ws;
+// cuda/NOTES.md v30). Same block work, same plan, same bits as verify_partial (verify_kernel.cuh);
+// a different division of the block's threads.
+//
+// Why: on the H200 the 8-warp kernel runs S (shared-memory bound: Q and K operand reads), then
+// the softmax (no tensor work), then PV (tensor bound), one after the other behind block-wide
+// barriers, so the shared-memory pipe idles in PV and the tensor pipe in S and the softmax
+// (NOTES v24-v29: ~10.2K cycles per 64-key tile against ~3.6K of tensor work). Here the phases
+// of consecutive tiles run at once on different warps:
+//   warpgroup 0 (4 "S warps", 128 threads): S = Q K^T for tile j + 1, its softmax, P to smem;
+//   warpgroups 1-2 (8 "PV warps", 256 threads): O += P V for tile j, O's 64 x 512 fp32.
+// The S warps hold no O and the PV warps no Q, so setmaxnreg moves registers from the first to
+// the others (needs sm_90a / sm_120a). Each group streams its own chunks (K and k_pe for the S
+// warps, V for the PV warps) through its own cp.async ring of 64 keys x 32 columns (4 KB)
+// chunks, synchronised within the group by a named barrier per chunk. The groups meet twice per
+// tile, on named barriers: "P full" (S warps arrive when P and the row factors of tile j are in
+// smem; PV warps wait) and "P empty" (PV warps arrive once P's fragments are in registers; the S
+// warps wait before writing the next P).
+//
+// Shared memory (100,864 bytes, the sm_120 budget): Q's latent columns 64 x 512 bf16 (Q's k_pe
+// fragments stay in the S warps' registers, loaded once), P 64 x 64 bf16, the S ring and the V
+// ring (kSStages and kVStages chunks of 4 KB), row max / sum exchange, row factors, draft bits.
+#include <cuda_runtime.h>
+
+#include "cuda/cuda_check.h"
+#include "cuda/verify_kernel.cuh"
+
+namespace mlaverify::cuda::detail {
+namespace ws {
+
+constexpr int kSThreads = 128;   // warpgroup 0
+constexpr int kPvThreads = 256;  // warpgroups 1 and 2
+constexpr int kThreadsWs = kSThreads + kPvThreads;
+constexpr int kCols = 32;                                  // columns per chunk
+constexpr int kChunkBytes = kKvTile * kCols * 2;           // 4 KB
+constexpr int kRowBytes = kCols * 2;                       // 64 bytes: 4 units of 16 bytes
+constexpr int kLatParts = kLatentDim / kCols;              // 16 latent chunks (K, then V)
+constexpr int kSParts = kLatParts + kRopeDim / kCols;      // 18: + 2 k_pe chunks
+constexpr int kVParts = kLatParts;                         // 16
+constexpr int kQRowBytes = kLatentDim * 2;                 // 1024
+// The S chunk step that loads Q's k_pe fragments for the tile's two k_pe chunks.
+#ifndef MLAV_WS_QR_AT
+#define MLAV_WS_QR_AT 13
+#endif
+constexpr int kQrAt = MLAV_WS_QR_AT;
+static_assert(kQrAt >= 0 && kQrAt < kLatParts, "loaded before the k_pe chunks");
+// setmaxnreg budgets: 128 x kSRegs + 256 x kPvRegs <= 384 x 168 (the entry budget of 384
+// threads under __launch_bounds__(384, 1)), multiples of 8.
+#ifndef MLAV_WS_SREGS
+#define MLAV_WS_SREGS 128
+#endif
+constexpr int kSRegs = MLAV_WS_SREGS;
+#ifdef MLAV_WS_PVREGS
+constexpr int kPvRegs = MLAV_WS_PVREGS;  // compile experiments only
+#else
+constexpr int kPvRegs = (kThreadsWs * 168 - kSThreads * kSRegs) / kPvThreads / 8 * 8;
+#endif
+static_assert(kSRegs >= 24 && kSRegs % 8 == 0 && kPvRegs <= 256, "setmaxnreg: 24 .. 256");
+// Named barriers (0 is __syncthreads).
+constexpr int kBarS = 1, kBarPv = 2, kBarFull = 3, kBarEmpty = 4;
+
+template <int kSStages, int kVStages>
+struct Layout {
+  static constexpr int kQ = 0;
+  static constexpr int kP = kQ + kRowsPerBlock * kQRowBytes;            // 65,536
+  static constexpr int kSRing = kP + kRowsPerBlock * kKvTile * 2;      // + 8,192
+  static constexpr int kVRing = kSRing + kSStages * kChunkBytes;
+  static constexpr int kRedMax = kVRing + kVStages * kChunkBytes;     // [2 halves][64]
+  static constexpr int kRedSum = kRedMax + 2 * kRowsPerBlock * 4;      // [2 tiles][2][64]
+  static constexpr int kRowScale = kRedSum + 4 * kRowsPerBlock * 4;    // [64]
+  static constexpr int kRowInvL = kRowScale + kRowsPerBlock * 4;       // [64]
+  static constexpr int kVis = kRowInvL + kRowsPerBlock * 4;            // [64] uint64
+  static constexpr int kBytes = kVis + kRowsPerBlock * 8;
+};
+
+__device__ __forceinline__ void bar_sync(int id, int n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int n) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+template <int kRegs>
+__device__ __forceinline__ void regs_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void regs_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+// Chunk rows are 64 bytes (4 units): the 8 rows an ldmatrix reads, r0 .. r0 + 7 (r0 % 8 == 0),
+// land in 8 distinct 16-byte bank groups when unit u of row r sits at u ^ ((r >> 1) & 3).
+__device__ __forceinline__ int cswz(int row, int unit) { return unit ^ ((row >> 1) & 3); }
+
+}  // namespace ws
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL) && \
+    !defined(__CUDA_ARCH_FEAT_SM120_ALL)
+#error "verify_partial_ws.cu needs an arch-specific target (sm_90a or sm_120a) for setmaxnreg"
+#endif
+
+template <int kSStages, int kVStages>
+__global__ void __launch_bounds__(ws::kThreadsWs, 1)
+    verify_partial_ws(const __grid_constant__ PartialArgs args) {
+  using namespace ws;
+  using L = Layout<kSStages, kVStages>;
+  static_assert(kSStages >= 2 && kVStages >= 2, "double buffering at least");
+  const VerifyParams& p = args.p;
+  const BlockUnit unit = block_unit(args);
+  if (!unit.valid) return;
+  const int32_t req = unit.req;
+  const bool is_draft = unit.split == p.num_splits;
+  const RequestExtent e = request_extent(p, req);
+  const int32_t H = p.num_heads;
+  const int64_t valid_rows = static_cast<int64_t>(e.draft_nodes) * H;
+  const int64_t row0 = static_cast<int64_t>(unit.row_tile) * kRows;
+  if (row0 >= valid_rows) return;
+  int64_t key_begin = 0, key_end = e.draft_nodes;
+  if (!is_draft) {
+    SplitRange r = split_range(e.prefix_len, plan_splits(args, req), unit.split);
+    if (r.empty()) return;  // the merge skips empty splits by the same split_range
+    key_begin = r.begin;
+    key_end = r.end;
+  }
+  const int num_tiles = static_cast<int>((key_end - key_begin + kKvTile - 1) / kKvTile);
+
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  const uint32_t sbase = smem_addr(smem_raw);
+  float* red_max = reinterpret_cast<float*>(smem_raw + L::kRedMax);
+  float* red_sum = reinterpret_cast<float*>(smem_raw + L::kRedSum);
+  float* row_scale = reinterpret_cast<float*>(smem_raw + L::kRowScale);
+  float* row_inv_l = reinterpret_cast<float*>(smem_raw + L::kRowInvL);
+  uint64_t* vis_s = reinterpret_cast<uint64_t*>(smem_raw + L::kVis);
+
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int frag_row = lane >> 2;       // C fragment row within a 16-row tile (and + 8)
+  const int frag_col = (lane & 3) * 2;  // C fragment column pair within an n8 tile
+  const int mi = lane >> 3, mr = lane & 7;
+  const uint32_t xa0 = ((lane >> 4) ^ mr) * 16;  // A operands (Q, P): unit bit b = lane / 16
+
+  // ---- the chunk loader of either group: key ld_key of a tile, 16-byte units from ld_unit ----
+  const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);
+  const bool slots_from_indices = !(is_draft && p.draft_source == DraftKvSource::ExtendRows);
+  const int64_t index_base = e.kv_begin + (is_draft ? e.prefix_len : 0);
+  const bool s_group = tid < kSThreads;
+  const int gt = s_group ? tid : tid - kSThreads;  // thread within the group
+  const int ld_key = s_group ? gt >> 1 : gt >> 2;
+  const int ld_unit = s_group ? (gt & 1) * 2 : gt & 3;
+  auto slot_of = [&](int tile) -> int64_t {
+    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key;
+    return (tile < num_tiles && key < key_end) ? p.kv_indices[index_base + key] : 0;
+  };
+  int64_t next_slot = slots_from_indices ? slot_of(0) : 0;
+  const __nv_bfloat16* lat_src = pool;  // this thread's first unit of the key's latent row
+  const __nv_bfloat16* rope_src = pool;  // and of its k_pe row (the S warps' loader)
+  int src_bytes = 0;
+  auto enter_tile = [&](int tile) {
+    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key;
+    const bool ok = tile < num_tiles && key < key_end;
+    src_bytes = ok ? 16 : 0;
+    if (!ok) {
+      lat_src = rope_src = pool;  // never read (src-size 0), but a valid address
+    } else if (!slots_from_indices) {
+      const __nv_bfloat16* row =
+          static_cast<const __nv_bfloat16*>(p.k_extend) + (e.q_begin + key) * p.k_extend_stride;
+      lat_src = row + ld_unit * 8;  // k_extend rows are latent-first
+      rope_src = row + kLatentDim + ld_unit * 8;
+    } else {
+      lat_src = pool + p.kv_layout.latent_index(next_slot) + ld_unit * 8;
+      rope_src = pool + p.kv_layout.rope_index(next_slot) + ld_unit * 8;
+    }
+    if (slots_from_indices) next_slot = slot_of(tile + 1);
+  };
+  const uint32_t ld_dst = ld_key * kRowBytes + cswz(ld_key, ld_unit) * 16;
+
+  if (s_group) {
+    // =========================== S warps: S = Q K^T, softmax, P ===========================
+    regs_dec<kSRegs>();
+    const int warp = tid >> 5;
+    const int rq = warp >> 1;  // rows rq * 32 .. + 31 (two m16 tiles)
+    const int kq = warp & 1;   // keys kq * 32 .. + 31 of each tile (four n8 tiles)
+    // Q's latent columns: 64 rows x 64 units, rows past the request zero-filled.
+    const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
+    for (int u = tid; u < kRows * 64; u += kSThreads) {
+      const int r = u >> 6, qu = u & 63;
+      const int64_t row = row0 + r;
+      const bool ok = row < valid_rows;
+      const int64_t t = ok ? row / H : 0, h = ok ? row % H : 0;
+      const __nv_bfloat16* src = qbase + (e.q_begin + t) * p.q_token_stride + h * p.q_head_stride +
+                                 p.q_latent_offset + qu * 8;
+      cp_async16(sbase + L::kQ + r * kQRowBytes + swz(r, qu) * 16, ok ? src : qbase, ok ? 16 : 0);
+    }
+    cp_async_commit();
+    // Q's k_pe A fragments (rows rq * 32 + mt * 16 + frag_row (+ 8), columns ks * 16 + frag_col
+    // (+ 8)) come from global memory (L1 after the first tile), loaded during the last latent
+    // chunks of every tile; the row pointers stay. Rows past the request read the tile's first
+    // row (their scores are never stored, and a row's scores depend on its own Q row only).
+    const unsigned int* qa[2][2];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int64_t r = row0 + rq * 32 + mt * 16 + frag_row + 8 * hr;
+        const int64_t row = r < valid_rows ? r : row0;
+        qa[mt][hr] = reinterpret_cast<const unsigned int*>(
+            qbase + (e.q_begin + row / H) * p.q_token_stride + (row % H) * p.q_head_stride +
+            p.q_rope_offset + frag_col);
+      }
+    uint32_t qr[2][kRopeDim / 16][4];
+    auto load_qr = [&] {
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int ks = 0; ks < kRopeDim / 16; ++ks) {
+          qr[mt][ks][0] = __ldg(qa[mt][0] + ks * 8);
+          qr[mt][ks][1] = __ldg(qa[mt][1] + ks * 8);
+          qr[mt][ks][2] = __ldg(qa[mt][0] + ks * 8 + 4);
+          qr[mt][ks][3] = __ldg(qa[mt][1] + ks * 8 + 4);
+        }
+    };
+
+    const uint32_t ring = sbase + L::kSRing;
+    // Issues part kPart (0 .. 17) of the loader's tile into buffer `buf`: latent columns
+    // kPart * 32 .., or k_pe columns (kPart - 16) * 32 ..; two units per thread.
+    auto issue = [&]<int kPart>(uint32_t buf) {
+      const __nv_bfloat16* src =
+          kPart < kLatParts ? lat_src + kPart * kCols : rope_src + (kPart - kLatParts) * kCols;
+      cp_async16(buf + ld_dst, src, src_bytes);
+      cp_async16(buf + (ld_dst ^ 16), src + 8, src_bytes);  // unit ld_unit + 1 (ld_unit even)
+    };
+    enter_tile(0);
+    static_for<0, kSStages - 1>([&]<int kP>() {
+      issue.template operator()<kP>(ring + kP * kChunkBytes);
+      cp_async_commit();
+    });
+    int rd = 0;
+    // Waits for part kPart's chunk (and, the first time, Q), then issues the chunk kSStages - 1
+    // ahead into the buffer every S warp finished with (the barrier).
+    auto step = [&]<int kPart>(int tile) -> uint32_t {
+      cp_async_wait<kSStages - 2>();
+      bar_sync(kBarS, kSThreads);
+      constexpr int ahead = kPart + kSStages - 1;
+      constexpr int ahead_part = ahead % kSParts;
+      if constexpr (ahead_part == 0) enter_tile(tile + ahead / kSParts);
+      const int wr = rd == 0 ? kSStages - 1 : rd - 1;
+      issue.template operator()<ahead_part>(ring + wr * kChunkBytes);
+      cp_async_commit();
+      const uint32_t buf = ring + rd * kChunkBytes;
+      rd = rd + 1 == kSStages ? 0 : rd + 1;
+      return buf;
+    };
+
+    const uint32_t q_lane0 = sbase + L::kQ + (rq * 32 + (lane & 15)) * kQRowBytes;
+    // K fragments: key kq * 32 + pair * 16 + (mi / 2) * 8 + mr, unit kk * 2 + (mi & 1).
+    const uint32_t kb_lane = (kq * 32 + (mi >> 1) * 8 + mr) * kRowBytes;
+    const uint32_t xk = ((mi & 1) ^ ((mr >> 1) & 3)) * 16;
+    const float scale_log2 = p.sm_scale * 1.4426950408889634f;
+    float m_run[2][2], l_run[2][2], scale_prev[2][2];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) m_run[mt][hr] = -FLT_MAX, l_run[mt][hr] = 0.f;
+    const uint32_t p_base = sbase + L::kP;
+    __nv_bfloat16* p_tile = reinterpret_cast<__nv_bfloat16*>(smem_raw + L::kP);
+    // l of tile `tile` (split_plan.h numerics 2, the kernel's order): l * scale + (the two
+    // halves' sums), applied one tile late so that the halves' sums cross on the next barrier.
+    auto fold_sums = [&](int tile) {
+      const float* sums = red_sum + (tile & 1) * 2 * kRows;
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          const int r = rq * 32 + mt * 16 + frag_row + 8 * hr;
+          l_run[mt][hr] = l_run[mt][hr] * scale_prev[mt][hr] + (sums[r] + sums[kRows + r]);
+        }
+    };
+
+#pragma unroll 1
+    for (int tile = 0; tile < num_tiles; ++tile) {
+      const int64_t tile_key0 = key_begin + static_cast<int64_t>(tile) * kKvTile;
+      // Draft visibility words, one per row (bit k: the row's node sees node tile_key0 + k), two
+      // threads per row; read after the S pass, 18 group barriers later.
+      if (is_draft) {
+        const int r = tid >> 1, hk = tid & 1;
+        const int64_t row = row0 + r;
+        uint64_t bits = 0;
+        if (row < valid_rows)
+          bits = static_cast<uint64_t>(mask_row(p, req, e, static_cast<int32_t>(row / H))
+                                           .template bits<32, 4>(tile_key0 + hk * 32, key_end))
+                 << (hk * 32);
+        bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
+        if (hk == 0) vis_s[r] = bits;
+      }
+      float s_acc[2][4][4];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int n = 0; n < 4; ++n)
+#pragma unroll
+          for (int f = 0; f < 4; ++f) s_acc[mt][n][f] = 0.f;
+
+      static_for<0, kSParts>([&]<int kPart>() {
+        const uint32_t buf = step.template operator()<kPart>(tile);
+        if constexpr (kPart == kQrAt) load_qr();
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+          uint32_t a[2][4];
+          if constexpr (kPart < kLatParts) {
+            constexpr int ks0 = kPart * 2;  // Q's k16 step: units ks * 2 + {0, 1}
+            const int ks = ks0 + kk;
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+              ldmatrix_x4(q_lane0 + mt * 16 * kQRowBytes + (ks >> 2) * 128 + (xa0 ^ ((ks & 3) * 32)),
+                          a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
+          } else {
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+              for (int f = 0; f < 4; ++f) a[mt][f] = qr[mt][(kPart - kLatParts) * 2 + kk][f];
+          }
+#pragma unroll
+          for (int pair = 0; pair < 2; ++pair) {
+            uint32_t b[4];
+            ldmatrix_x4(buf + kb_lane + pair * 16 * kRowBytes + ((kk * 32) ^ xk), b[0], b[1], b[2],
+                        b[3]);
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+              mma_bf16(s_acc[mt][pair * 2], a[mt], b[0], b[1]);
+              mma_bf16(s_acc[mt][pair * 2 + 1], a[mt], b[2], b[3]);
+            }
+          }
+        }
+      });
+
+      // ---- online softmax over the tile (split_plan.h numerics 2; the kernel's arithmetic) ----
+      const int64_t left = key_end - tile_key0;
+      const int key_limit = left < kKvTile ? static_cast<int>(left) : kKvTile;
+      const int limit_in_half = key_limit - kq * 32;
+      const uint32_t in_split = limit_in_half >= 32  ? ~0u
+                                : limit_in_half <= 0 ? 0u
+                                                     : (1u << limit_in_half) - 1u;
+      float tile_max[2][2];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        uint32_t vm[2];
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          uint32_t vis = ~0u;
+          if (is_draft)
+            vis = static_cast<uint32_t>(vis_s[rq * 32 + mt * 16 + frag_row + 8 * hr] >> (kq * 32));
+          vm[hr] = (vis & in_split) >> frag_col;
+          tile_max[mt][hr] = -INFINITY;
+        }
+#pragma unroll
+        for (int n = 0; n < 4; ++n)
+#pragma unroll
+          for (int f = 0; f < 4; ++f) {
+            const int hr = f >> 1;
+            const bool visible = (vm[hr] >> (n * 8 + (f & 1))) & 1u;
+            const float t = visible ? s_acc[mt][n][f] * scale_log2 : -INFINITY;
+            s_acc[mt][n][f] = t;
+            tile_max[mt][hr] = fmaxf(tile_max[mt][hr], t);
+          }
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          float m = tile_max[mt][hr];
+          m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+          m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+          if ((lane & 3) == 0) red_max[kq * kRows + rq * 32 + mt * 16 + frag_row + 8 * hr] = m;
+        }
+      }
+      bar_sync(kBarS, kSThreads);
+      if (tile > 0) fold_sums(tile - 1);
+      float m_new[2][2];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          const int r = rq * 32 + mt * 16 + frag_row + 8 * hr;
+          m_new[mt][hr] = fmaxf(m_run[mt][hr], fmaxf(red_max[r], red_max[kRows + r]));
+          scale_prev[mt][hr] = exp2f(m_run[mt][hr] - m_new[mt][hr]);
+          m_run[mt][hr] = m_new[mt][hr];
+        }
+      // The PV warps hold the previous P and row factors in registers.
+      if (tile > 0) bar_sync(kBarEmpty, kThreadsWs);
+      float part_sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr)
+          if (kq == 0 && (lane & 3) == 0)
+            row_scale[rq * 32 + mt * 16 + frag_row + 8 * hr] = scale_prev[mt][hr];
+#pragma unroll
+        for (int n = 0; n < 4; ++n)
+#pragma unroll
+          for (int hr = 0; hr < 2; ++hr) {
+            const float p0 = exp2f(s_acc[mt][n][2 * hr] - m_new[mt][hr]);
+            const float p1 = exp2f(s_acc[mt][n][2 * hr + 1] - m_new[mt][hr]);
+            part_sum[mt][hr] += p0 + p1;
+            const int r = rq * 32 + mt * 16 + frag_row + 8 * hr;
+            const int key_local = kq * 32 + n * 8 + frag_col;
+            *reinterpret_cast<__nv_bfloat162*>(p_tile + r * kKvTile + swz(r, key_local >> 3) * 8 +
+                                               frag_col) = __floats2bfloat162_rn(p0, p1);
+          }
+      }
+      float* sums = red_sum + (tile & 1) * 2 * kRows + kq * kRows;
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr) {
+          float s = part_sum[mt][hr];
+          s += __shfl_xor_sync(0xffffffffu, s, 1);
+          s += __shfl_xor_sync(0xffffffffu, s, 2);
+          if ((lane & 3) == 0) sums[rq * 32 + mt * 16 + frag_row + 8 * hr] = s;
+        }
+      bar_arrive(kBarFull, kThreadsWs);  // P and the row factors of this tile are in smem
+    }
+    cp_async_wait<0>();
+    bar_sync(kBarS, kSThreads);  // the partner's sums of the last tile
+    fold_sums(num_tiles - 1);
+    // The S layout owns l and m: lse to the workspace, 1 / l to the PV warps through smem.
+    const int64_t partial = unit.split;
+    if (kq == 0 && (lane & 3) == 0) {
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int hr = 0; hr < 2; ++hr)
+          store_row_totals(args, partial, e, row0, valid_rows, rq * 32 + mt * 16 + frag_row + 8 * hr,
+                           l_run[mt][hr], m_run[mt][hr], row_inv_l);
+    }
+    __syncthreads();
+    return;
+  }
+
+  // ============================== PV warps: O += P V ==============================
+  regs_inc<kPvRegs>();
+  const int pw = gt >> 5;     // 0 .. 7
+  const int rh = pw >> 2;     // rows rh * 32 .. + 31 (two m16 tiles)
+  const int cq = pw & 3;      // columns cq * 8 .. + 7 of every 32-column chunk (one n8 tile)
+  const uint32_t ring = sbase + L::kVRing;
+  auto issue = [&]<int kPart>(uint32_t buf) { cp_async16(buf + ld_dst, lat_src + kPart * kCols, src_bytes); };
+  enter_tile(0);
+  static_for<0, kVStages - 1>([&]<int kP>() {
+    issue.template operator()<kP>(ring + kP * kChunkBytes);
+    cp_async_commit();
+  });
+  int rd = 0;
+  auto step = [&]<int kPart>(int tile) -> uint32_t {
+    cp_async_wait<kVStages - 2>();
+    bar_sync(kBarPv, kPvThreads);
+    constexpr int ahead = kPart + kVStages - 1;
+    constexpr int ahead_part = ahead % kVParts;
+    if constexpr (ahead_part == 0) enter_tile(tile + ahead / kVParts);
+    const int wr = rd == 0 ? kVStages - 1 : rd - 1;
+    issue.template operator()<ahead_part>(ring + wr * kChunkBytes);
+    cp_async_commit();
+    const uint32_t buf = ring + rd * kChunkBytes;
+    rd = rd + 1 == kVStages ? 0 : rd + 1;
+    return buf;
+  };
+  // [chunk][m16 tile][fragment]: rows rh * 32 .. + 31, columns c * 32 + cq * 8 .. + 7.
+  float acc[kVParts][2][4];
+#pragma unroll
+  for (int c = 0; c < kVParts; ++c)
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int f = 0; f < 4; ++f) acc[c][mt][f] = 0.f;
+  const uint32_t p_lane = sbase + L::kP + (rh * 32 + (lane & 15)) * kKvTile * 2;
+  // V fragments (ldmatrix .trans): keys ks2 * 32 + mi * 8 + mr, unit cq: matrices 0, 1 are
+  // k16 step 2 ks2's two 8-key halves, 2, 3 step 2 ks2 + 1's.
+  const uint32_t vb_lane = (mi * 8 + mr) * kRowBytes + cswz(mr, cq) * 16;
+
+#pragma unroll 1
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    bar_sync(kBarFull, kThreadsWs);  // this tile's P and row factors
+    float pv_scale[2][2];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr)
+        pv_scale[mt][hr] = row_scale[rh * 32 + mt * 16 + frag_row + 8 * hr];
+    uint32_t pa[2][4][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks)
+        ldmatrix_x4(p_lane + mt * 16 * kKvTile * 2 + (xa0 ^ (ks * 32)), pa[mt][ks][0],
+                    pa[mt][ks][1], pa[mt][ks][2], pa[mt][ks][3]);
+    if (tile + 1 < num_tiles) bar_arrive(kBarEmpty, kThreadsWs);
+#pragma unroll
+    for (int c = 0; c < kVParts; ++c)
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        acc[c][mt][0] *= pv_scale[mt][0];
+        acc[c][mt][1] *= pv_scale[mt][0];
+        acc[c][mt][2] *= pv_scale[mt][1];
+        acc[c][mt][3] *= pv_scale[mt][1];
+      }
+    static_for<0, kVParts>([&]<int kC>() {
+      const uint32_t buf = step.template operator()<kC>(tile);
+#pragma unroll
+      for (int ks2 = 0; ks2 < 2; ++ks2) {
+        uint32_t b0, b1, b2, b3;
+        ldmatrix_x4_trans(buf + vb_lane + ks2 * 32 * kRowBytes, b0, b1, b2, b3);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          mma_bf16(acc[kC][mt], pa[mt][ks2 * 2], b0, b1);
+          mma_bf16(acc[kC][mt], pa[mt][ks2 * 2 + 1], b2, b3);
+        }
+      }
+    });
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // 1 / l of every row (the S warps' epilogue)
+  // ---- the normalized partial (split_plan.h numerics 3) ----
+  const int64_t partial = unit.split;
+  const int64_t rows_total = p.max_total_q * H;
+#pragma unroll
+  for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      const int r = rh * 32 + mt * 16 + frag_row + 8 * hr;
+      const int64_t row = row0 + r;
+      if (row >= valid_rows) continue;
+      const int64_t out_row = (e.q_begin + row / H) * H + row % H;
+      const float inv = row_inv_l[r];
+      float* o = args.ws_o + (partial * rows_total + out_row) * kLatentDim;
+#pragma unroll
+      for (int c = 0; c < kVParts; ++c) {
+        const int col = c * kCols + cq * 8 + frag_col;
+        *reinterpret_cast<float2*>(o + col) =
+            make_float2(acc[c][mt][2 * hr] * inv, acc[c][mt][2 * hr + 1] * inv);
+      }
+    }
+}
+
+// ---- the variant's instantiation and launcher (declared in cuda/launch.h) ----
+namespace {
+constexpr int kWsS = 3, kWsV = 3;
+constexpr auto kWsKernel = verify_partial_ws<kWsS, kWsV>;
+constexpr int kWsSmem = ws::Layout<kWsS, kWsV>::kBytes;
+static_assert(kWsSmem == sm120_smem_bytes(kMma2RingWs), "verify_kernel.h's byte count");
+static_assert(kWsSmem <= kSm120SmemLimit, "sm_120 budget");
+}  // namespace
+
+void prepare_partial_ws(int carveout_percent) {
+  CUDA_CHECK(cudaFuncSetAttribute(kWsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmem));
+  CUDA_CHECK(cudaFuncSetAttribute(kWsKernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                  carveout_percent));
+}
+
+int blocks_per_sm_ws() {
+  CUDA_CHECK(cudaFuncSetAttribute(kWsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmem));
+  int n = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kWsKernel, ws::kThreadsWs, kWsSmem));
+  return n;
+}
+
+void launch_partial_ws(const PartialArgs& args, CUstream_st* stream) {
+  const VerifyParams& p = args.p;
+  dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
+            static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
+  CUDA_CHECK(launch_partial_kernel(kWsKernel, args, grid, kWsSmem, stream, ws::kThreadsWs));
+}
+
+}  // namespace mlaverify::cuda::detail
