@@ -11,7 +11,7 @@
 #   .device/verify_bench_mmatrace prints an MMATRACE line per workload).
 #   UNIT=verify_plan scripts/variant_bench.sh plantrace cuda/verify_plan.cu -DMLAV_PLAN_TRACE
 #   (the balanced plan's planning kernel, cuda/NOTES.md v18: a PLANTRACE line every 64th plan).
-# usage: [UNIT=verify_partial_wgmma|verify_partial_s2|verify_plan|verify_merge]
+# usage: [UNIT=verify_partial_wgmma|verify_partial_s2|verify_partial_ws|verify_plan|verify_merge]
 #        [LINK=tests/cuda/cuda_tests] [ARCH_A=1] scripts/variant_bench.sh NAME SOURCE [flags]
 #   ARCH_A=1: the unit's targets made arch-specific (sm_90 -> sm_90a, sm_120 -> sm_120a), for
 #   variants that need setmaxnreg (MLAV_COPY_WARPS, cuda/NOTES.md v28).
@@ -25,8 +25,9 @@ unit=${UNIT:-verify_partial_wgmma}
 case "$unit" in
   verify_partial_wgmma) target=mlaverify_cuda_sm90a ;;  # the sm_90a-only library
   verify_partial_s2|verify_plan|verify_merge) target=mlaverify_cuda ;;
-  *) echo "UNIT=$unit: expected verify_partial_wgmma, verify_partial_s2, verify_plan or" \
-       "verify_merge" >&2
+  verify_partial_ws) target=mlaverify_cuda_ws ;;  # sm_90a and sm_120a (setmaxnreg)
+  *) echo "UNIT=$unit: expected verify_partial_wgmma, verify_partial_s2, verify_partial_ws," \
+       "verify_plan or verify_merge" >&2
      exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/.." && pwd)
