@@ -592,7 +592,13 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 
 // ---- the variant's instantiation and launcher (declared in cuda/launch.h) ----
 namespace {
+// MLAV_WS_STAGES=n (timing-only, cuda/NOTES.md v30): both rings n chunks deep, past the sm_120
+// budget (the H200 takes up to 227 KB): what bytes in flight buy the design.
+#ifndef MLAV_WS_STAGES
 constexpr int kWsS = 3, kWsV = 3;
+#else
+constexpr int kWsS = MLAV_WS_STAGES, kWsV = MLAV_WS_STAGES;
+#endif
 constexpr int kWsSmem = ws::Layout<kWsS, kWsV>::kBytes;
 using WsFn = void (*)(const PartialArgs);
 // The compiled L1 distances (MLAV_MMA2_L1 for MLAV_MMA2_RING=ws).
@@ -604,8 +610,10 @@ WsFn ws_kernel(int l1_ahead) {
   }
   return nullptr;
 }
+#ifndef MLAV_WS_STAGES
 static_assert(kWsSmem == sm120_smem_bytes(kMma2RingWs), "verify_kernel.h's byte count");
 static_assert(kWsSmem <= kSm120SmemLimit, "sm_120 budget");
+#endif
 }  // namespace
 
 bool ws_supported(int l1_ahead) { return ws_kernel(l1_ahead) != nullptr; }
