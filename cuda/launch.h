@@ -76,11 +76,9 @@ int max_active_clusters_wgmma(int cluster_size);
 // The warp-specialized sm_120 kernel (verify_partial_ws.cu, MLAV_MMA2_RING=ws): compiled for
 // sm_90a and sm_120a (setmaxnreg) where CMAKE_CUDA_ARCHITECTURES holds 90 or 120
 // (MLAV_HAVE_WS_VARIANT).
-// l1_ahead: the L1 prefetch distance in chunks (MLAV_MMA2_L1), ws_supported says which.
-bool ws_supported(int l1_ahead);
-void prepare_partial_ws(int l1_ahead, int carveout_percent);
-int blocks_per_sm_ws(int l1_ahead);
-void launch_partial_ws(const PartialArgs& args, CUstream_st* stream, int l1_ahead);
+void prepare_partial_ws(int carveout_percent);
+int blocks_per_sm_ws();
+void launch_partial_ws(const PartialArgs& args, CUstream_st* stream);
 // Enqueue the merge kernel, one warp per (token, head) row.
 void launch_merge(const PartialArgs& args, CUstream_st* stream);
 

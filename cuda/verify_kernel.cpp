@@ -95,7 +95,7 @@ int choose_mma2_ring(const char* requested) {
 namespace {
 bool ring_l1_supported(int ring, int l1_ahead) {
 #ifdef MLAV_HAVE_WS_VARIANT
-  if (ring == kMma2RingWs) return detail::ws_supported(l1_ahead);
+  if (ring == kMma2RingWs) return l1_ahead == 0;  // no L1-staged form (cuda/NOTES.md v30)
 #endif
   return detail::stages2_supported(ring, l1_ahead);
 }
@@ -111,7 +111,7 @@ int choose_mma2_l1(const char* requested, int ring) {
     throw InvalidInput("MLAV_MMA2_L1", -1,
                        "\"" + want + "\" is not a compiled L1 prefetch distance for ring " +
                            std::to_string(ring) + (ring == 3                ? ": expected 0 or 2"
-                            : ring == kMma2RingWs ? ": expected 0, 4 or 8"
+                            : ring == kMma2RingWs ? ": expected 0"
                                                   : ": expected 0"));
   return static_cast<int>(v);
 }
@@ -149,7 +149,7 @@ int partial_blocks_per_sm(const char* requested) {
   const int ring = choose_mma2_ring(std::getenv("MLAV_MMA2_RING"));
 #ifdef MLAV_HAVE_WS_VARIANT
   if (ring == kMma2RingWs)
-    return detail::blocks_per_sm_ws(choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), ring));
+    return detail::blocks_per_sm_ws();
 #endif
   return detail::blocks_per_sm_stages2(ring, choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), ring));
 }
@@ -245,7 +245,7 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
                              : -1;
 #ifdef MLAV_HAVE_WS_VARIANT
     if (mma2_ring_ == kMma2RingWs)
-      detail::prepare_partial_ws(mma2_l1_, carveout);
+      detail::prepare_partial_ws(carveout);
     else
 #endif
       detail::prepare_partial_stages2(mma2_ring_, mma2_l1_, carveout);
@@ -305,7 +305,7 @@ void VerifyKernel::run() {
 #endif
 #ifdef MLAV_HAVE_WS_VARIANT
   if (variant_ == KernelVariant::Mma2 && mma2_ring_ == kMma2RingWs)
-    detail::launch_partial_ws(args, stream_, mma2_l1_);
+    detail::launch_partial_ws(args, stream_);
   else
 #endif
   if (variant_ == KernelVariant::Mma2) detail::launch_partial_stages2(args, stream_, mma2_ring_, mma2_l1_);

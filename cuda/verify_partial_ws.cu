@@ -43,6 +43,9 @@ constexpr int kQRowBytes = kLatentDim * 2;                 // 1024
 #define MLAV_WS_QR_AT 13
 #endif
 constexpr int kQrAt = MLAV_WS_QR_AT;
+#ifndef MLAV_WS_EXP
+#define MLAV_WS_EXP 0
+#endif
 #ifndef MLAV_WS_NO_COPY
 #define MLAV_WS_NO_COPY 0
 #endif
@@ -101,16 +104,12 @@ __device__ __forceinline__ int cswz(int row, int unit) { return unit ^ ((row >> 
 #error "verify_partial_ws.cu needs an arch-specific target (sm_90a or sm_120a) for setmaxnreg"
 #endif
 
-// kL1Ahead > 0: each group also prefetches into L1 the chunk kL1Ahead chunks past the one it
-// copies, and copies through L1 (cp.async.ca), so the ring's copies wait on L1 hits instead of
-// L2 round trips (v30: the rings' 8 KB in flight per group leave every step waiting for L2).
-template <int kSStages, int kVStages, int kL1Ahead>
+template <int kSStages, int kVStages>
 __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     verify_partial_ws(const __grid_constant__ PartialArgs args) {
   using namespace ws;
   using L = Layout<kSStages, kVStages>;
   static_assert(kSStages >= 2 && kVStages >= 2, "double buffering at least");
-  static_assert(kL1Ahead >= 0 && kL1Ahead <= kVParts - kVStages, "prefetch within the next tile");
   const VerifyParams& p = args.p;
   const BlockUnit unit = block_unit(args);
   if (!unit.valid) return;
@@ -179,44 +178,19 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     if (slots_from_indices) next_slot = slot_of(tile + 1);
   };
   const uint32_t ld_dst = ld_key * kRowBytes + cswz(ld_key, ld_unit) * 16;
-  // This thread's first latent (or k_pe) unit of key ld_key of `tile` at slot id `slot`, or null
-  // outside the split: the L1 prefetch's source one tile past the loader's.
-  auto src_of = [&](int tile, int64_t slot, bool rope) -> const __nv_bfloat16* {
-    const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key;
-    if (tile >= num_tiles || key >= key_end) return nullptr;
-    if (!slots_from_indices)
-      return static_cast<const __nv_bfloat16*>(p.k_extend) +
-             (e.q_begin + key) * p.k_extend_stride + (rope ? kLatentDim : 0) + ld_unit * 8;
-    return pool + (rope ? p.kv_layout.rope_index(slot) : p.kv_layout.latent_index(slot)) +
-           ld_unit * 8;
-  };
   auto copy16 = [&](uint32_t dst, const __nv_bfloat16* src) {
     // Timing-only (garbage results): MLAV_WS_NO_COPY=1 issues no chunk copies (the loop's time
     // without the KV stream, cuda/NOTES.md v30).
     if constexpr (MLAV_WS_NO_COPY != 0)
       if (src_bytes >= 0) return;
-    if constexpr (kL1Ahead > 0)
-      cp_async16_ca(dst, src, src_bytes);
-    else
-      cp_async16(dst, src, src_bytes);
+    cp_async16(dst, src, src_bytes);
   };
-  // Prefetches this thread's 32-byte sector of part kPf of a tile into L1: of the loader's
-  // tile (kNext false), or of tile `next`, one past it, whose slot id is next_slot (kNext).
-  // The PV warps' pairs of 16-byte units share a sector: the even one prefetches it.
-  auto l1_prefetch = [&]<int kPf, bool kNext>(int next) {
-    constexpr bool rope = kPf >= kLatParts;
-    if (!s_group && (ld_unit & 1) != 0) return;
-    const __nv_bfloat16* base;
-    if constexpr (kNext)
-      base = src_of(next, next_slot, rope);
-    else
-      base = src_bytes != 0 ? (rope ? rope_src : lat_src) : nullptr;
-    if (base != nullptr) prefetch_l1(base + (rope ? kPf - kLatParts : kPf) * kCols);
-  };
-
   if (s_group) {
     // =========================== S warps: S = Q K^T, softmax, P ===========================
     regs_dec<kSRegs>();
+#if MLAV_WS_EXP == 2
+    if (tid >= 0) return;
+#endif
     const int warp = tid >> 5;
     const int rq = warp >> 1;  // rows rq * 32 .. + 31 (two m16 tiles)
     const int kq = warp & 1;   // keys kq * 32 .. + 31 of each tile (four n8 tiles)
@@ -274,8 +248,6 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       issue.template operator()<kP>(ring + kP * kChunkBytes);
       cp_async_commit();
     });
-    static_for<kSStages - 1, kSStages - 1 + kL1Ahead>(
-        [&]<int kP>() { l1_prefetch.template operator()<kP, false>(0); });
     int rd = 0;
     // Waits for part kPart's chunk (and, the first time, Q), then issues the chunk kSStages - 1
     // ahead into the buffer every S warp finished with (the barrier).
@@ -288,11 +260,6 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       const int wr = rd == 0 ? kSStages - 1 : rd - 1;
       issue.template operator()<ahead_part>(ring + wr * kChunkBytes);
       cp_async_commit();
-      if constexpr (kL1Ahead > 0) {
-        constexpr int pf = ahead + kL1Ahead;
-        constexpr bool next = pf / kSParts != ahead / kSParts;
-        l1_prefetch.template operator()<pf % kSParts, next>(tile + pf / kSParts);
-      }
       const uint32_t buf = ring + rd * kChunkBytes;
       rd = rd + 1 == kSStages ? 0 : rd + 1;
       return buf;
@@ -482,6 +449,9 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 
   // ============================== PV warps: O += P V ==============================
   regs_inc<kPvRegs>();
+#if MLAV_WS_EXP == 1
+  if (tid >= 0) return;
+#endif
   const int pw = gt >> 5;     // 0 .. 7
   const int rh = pw >> 2;     // rows rh * 32 .. + 31 (two m16 tiles)
   const int cq = pw & 3;      // columns cq * 8 .. + 7 of every 32-column chunk (one n8 tile)
@@ -492,8 +462,6 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     issue.template operator()<kP>(ring + kP * kChunkBytes);
     cp_async_commit();
   });
-  static_for<kVStages - 1, kVStages - 1 + kL1Ahead>(
-      [&]<int kP>() { l1_prefetch.template operator()<kP, false>(0); });
   int rd = 0;
   auto step = [&]<int kPart>(int tile) -> uint32_t {
     cp_async_wait<kVStages - 2>();
@@ -504,11 +472,6 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     const int wr = rd == 0 ? kVStages - 1 : rd - 1;
     issue.template operator()<ahead_part>(ring + wr * kChunkBytes);
     cp_async_commit();
-    if constexpr (kL1Ahead > 0) {
-      constexpr int pf = ahead + kL1Ahead;
-      constexpr bool next = pf / kVParts != ahead / kVParts;
-      l1_prefetch.template operator()<pf % kVParts, next>(tile + pf / kVParts);
-    }
     const uint32_t buf = ring + rd * kChunkBytes;
     rd = rd + 1 == kVStages ? 0 : rd + 1;
     return buf;
@@ -600,45 +563,31 @@ constexpr int kWsS = 3, kWsV = 3;
 constexpr int kWsS = MLAV_WS_STAGES, kWsV = MLAV_WS_STAGES;
 #endif
 constexpr int kWsSmem = ws::Layout<kWsS, kWsV>::kBytes;
-using WsFn = void (*)(const PartialArgs);
-// The compiled L1 distances (MLAV_MMA2_L1 for MLAV_MMA2_RING=ws).
-WsFn ws_kernel(int l1_ahead) {
-  switch (l1_ahead) {
-    case 0: return verify_partial_ws<kWsS, kWsV, 0>;
-    case 4: return verify_partial_ws<kWsS, kWsV, 4>;
-    case 8: return verify_partial_ws<kWsS, kWsV, 8>;
-  }
-  return nullptr;
-}
+constexpr auto kWsKernel = verify_partial_ws<kWsS, kWsV>;
 #ifndef MLAV_WS_STAGES
 static_assert(kWsSmem == sm120_smem_bytes(kMma2RingWs), "verify_kernel.h's byte count");
 static_assert(kWsSmem <= kSm120SmemLimit, "sm_120 budget");
 #endif
 }  // namespace
 
-bool ws_supported(int l1_ahead) { return ws_kernel(l1_ahead) != nullptr; }
-
-void prepare_partial_ws(int l1_ahead, int carveout_percent) {
-  const WsFn k = ws_kernel(l1_ahead);
-  CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmem));
-  CUDA_CHECK(
-      cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, carveout_percent));
+void prepare_partial_ws(int carveout_percent) {
+  CUDA_CHECK(cudaFuncSetAttribute(kWsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmem));
+  CUDA_CHECK(cudaFuncSetAttribute(kWsKernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                  carveout_percent));
 }
 
-int blocks_per_sm_ws(int l1_ahead) {
-  const WsFn k = ws_kernel(l1_ahead);
-  CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmem));
+int blocks_per_sm_ws() {
+  CUDA_CHECK(cudaFuncSetAttribute(kWsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmem));
   int n = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, ws::kThreadsWs, kWsSmem));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kWsKernel, ws::kThreadsWs, kWsSmem));
   return n;
 }
 
-void launch_partial_ws(const PartialArgs& args, CUstream_st* stream, int l1_ahead) {
+void launch_partial_ws(const PartialArgs& args, CUstream_st* stream) {
   const VerifyParams& p = args.p;
   dim3 grid(static_cast<unsigned>(row_tiles(p.max_draft, p.num_heads)),
             static_cast<unsigned>(p.batch_size), static_cast<unsigned>(p.num_splits + 1));
-  CUDA_CHECK(
-      launch_partial_kernel(ws_kernel(l1_ahead), args, grid, kWsSmem, stream, ws::kThreadsWs));
+  CUDA_CHECK(launch_partial_kernel(kWsKernel, args, grid, kWsSmem, stream, ws::kThreadsWs));
 }
 
 }  // namespace mlaverify::cuda::detail
