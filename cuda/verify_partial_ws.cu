@@ -25,6 +25,11 @@
 #include "cuda/cuda_check.h"
 #include "cuda/verify_kernel.cuh"
 
+#ifdef MLAV_WS_TRACE
+#include <cstdio>
+#include <cstdlib>
+#endif
+
 namespace mlaverify::cuda::detail {
 namespace ws {
 
@@ -62,7 +67,7 @@ constexpr int kPvRegs = MLAV_WS_PVREGS;  // compile experiments only
 constexpr int kPvRegs = (kThreadsWs * 168 - kSThreads * kSRegs) / kPvThreads / 8 * 8;
 #endif
 static_assert(kSRegs >= 24 && kSRegs % 8 == 0 && kPvRegs <= 256, "setmaxnreg: 24 .. 256");
-// Named barriers (0 is __syncthreads).
+// Named barriers (0: the whole block, at the epilogue).
 constexpr int kBarS = 1, kBarPv = 2, kBarFull = 3, kBarEmpty = 4;
 
 template <int kSStages, int kVStages>
@@ -102,6 +107,18 @@ __device__ __forceinline__ int cswz(int row, int unit) { return unit ^ ((row >> 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL) && \
     !defined(__CUDA_ARCH_FEAT_SM120_ALL)
 #error "verify_partial_ws.cu needs an arch-specific target (sm_90a or sm_120a) for setmaxnreg"
+#endif
+
+#ifdef MLAV_WS_TRACE
+// Timing-only builds (-DMLAV_WS_TRACE; never the kernel): thread 0 of each group adds up
+// clock() cycles per block: [0] tiles, S warps: [1] loop, [2] chunk waits (wait_group and the
+// group barrier), [3] softmax to "P full", [4] the "P empty" wait; PV warps: [5] loop, [6] chunk
+// waits, [7] the "P full" wait. Printed per launch at the next prepare and at exit.
+constexpr unsigned kWsTraceBlocks = 4096;
+static __device__ unsigned long long g_ws_trace[kWsTraceBlocks][8];
+#define MLAV_WT(...) __VA_ARGS__
+#else
+#define MLAV_WT(...)
 #endif
 
 template <int kSStages, int kVStages>
@@ -188,6 +205,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   if (s_group) {
     // =========================== S warps: S = Q K^T, softmax, P ===========================
     regs_dec<kSRegs>();
+    MLAV_WT(unsigned wt[4] = {};)
 #if MLAV_WS_EXP == 2
     if (tid >= 0) return;
 #endif
@@ -252,8 +270,10 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     // Waits for part kPart's chunk (and, the first time, Q), then issues the chunk kSStages - 1
     // ahead into the buffer every S warp finished with (the barrier).
     auto step = [&]<int kPart>(int tile) -> uint32_t {
+      MLAV_WT(const unsigned w0 = static_cast<unsigned>(clock());)
       cp_async_wait<kSStages - 2>();
       bar_sync(kBarS, kSThreads);
+      MLAV_WT(wt[1] += static_cast<unsigned>(clock()) - w0;)
       constexpr int ahead = kPart + kSStages - 1;
       constexpr int ahead_part = ahead % kSParts;
       if constexpr (ahead_part == 0) enter_tile(tile + ahead / kSParts);
@@ -290,6 +310,8 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
         }
     };
 
+    // (trace: wt[0] loop start, [1] chunk waits, [2] softmax, [3] "P empty" wait)
+    MLAV_WT(wt[0] = static_cast<unsigned>(clock()); unsigned ws0 = 0;)
 #pragma unroll 1
     for (int tile = 0; tile < num_tiles; ++tile) {
       const int64_t tile_key0 = key_begin + static_cast<int64_t>(tile) * kKvTile;
@@ -347,6 +369,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
         }
       });
 
+      MLAV_WT(ws0 = static_cast<unsigned>(clock());)
       // ---- online softmax over the tile (split_plan.h numerics 2; the kernel's arithmetic) ----
       const int64_t left = key_end - tile_key0;
       const int key_limit = left < kKvTile ? static_cast<int>(left) : kKvTile;
@@ -397,7 +420,9 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
           m_run[mt][hr] = m_new[mt][hr];
         }
       // The PV warps hold the previous P and row factors in registers.
+      MLAV_WT(const unsigned we0 = static_cast<unsigned>(clock());)
       if (tile > 0) bar_sync(kBarEmpty, kThreadsWs);
+      MLAV_WT(wt[3] += static_cast<unsigned>(clock()) - we0;)
       float part_sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
@@ -429,7 +454,18 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
           if ((lane & 3) == 0) sums[rq * 32 + mt * 16 + frag_row + 8 * hr] = s;
         }
       bar_arrive(kBarFull, kThreadsWs);  // P and the row factors of this tile are in smem
+      MLAV_WT(wt[2] += static_cast<unsigned>(clock()) - ws0;)
     }
+#ifdef MLAV_WS_TRACE
+    if (tid == 0) {
+      const unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+      if (b < kWsTraceBlocks) {
+        unsigned long long* t = g_ws_trace[b];
+        t[0] = num_tiles, t[1] = static_cast<unsigned>(clock()) - wt[0], t[2] = wt[1];
+        t[3] = wt[2], t[4] = wt[3];
+      }
+    }
+#endif
     cp_async_wait<0>();
     bar_sync(kBarS, kSThreads);  // the partner's sums of the last tile
     fold_sums(num_tiles - 1);
@@ -443,12 +479,13 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
           store_row_totals(args, partial, e, row0, valid_rows, rq * 32 + mt * 16 + frag_row + 8 * hr,
                            l_run[mt][hr], m_run[mt][hr], row_inv_l);
     }
-    __syncthreads();
+    bar_sync(0, kThreadsWs);  // the PV warps' epilogue reads row_inv_l
     return;
   }
 
   // ============================== PV warps: O += P V ==============================
   regs_inc<kPvRegs>();
+  MLAV_WT(unsigned wt[3] = {};)
 #if MLAV_WS_EXP == 1
   if (tid >= 0) return;
 #endif
@@ -464,8 +501,10 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   });
   int rd = 0;
   auto step = [&]<int kPart>(int tile) -> uint32_t {
+    MLAV_WT(const unsigned w0 = static_cast<unsigned>(clock());)
     cp_async_wait<kVStages - 2>();
     bar_sync(kBarPv, kPvThreads);
+    MLAV_WT(wt[1] += static_cast<unsigned>(clock()) - w0;)
     constexpr int ahead = kPart + kVStages - 1;
     constexpr int ahead_part = ahead % kVParts;
     if constexpr (ahead_part == 0) enter_tile(tile + ahead / kVParts);
@@ -489,9 +528,13 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   // k16 step 2 ks2's two 8-key halves, 2, 3 step 2 ks2 + 1's.
   const uint32_t vb_lane = (mi * 8 + mr) * kRowBytes + cswz(mr, cq) * 16;
 
+  // (trace: wt[0] loop start, [1] chunk waits, [2] "P full" wait)
+  MLAV_WT(wt[0] = static_cast<unsigned>(clock());)
 #pragma unroll 1
   for (int tile = 0; tile < num_tiles; ++tile) {
+    MLAV_WT(const unsigned wf0 = static_cast<unsigned>(clock());)
     bar_sync(kBarFull, kThreadsWs);  // this tile's P and row factors
+    MLAV_WT(wt[2] += static_cast<unsigned>(clock()) - wf0;)
     float pv_scale[2][2];
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
@@ -529,8 +572,17 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       }
     });
   }
+#ifdef MLAV_WS_TRACE
+  if (gt == 0) {
+    const unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (b < kWsTraceBlocks) {
+      unsigned long long* t = g_ws_trace[b];
+      t[5] = static_cast<unsigned>(clock()) - wt[0], t[6] = wt[1], t[7] = wt[2];
+    }
+  }
+#endif
   cp_async_wait<0>();
-  __syncthreads();  // 1 / l of every row (the S warps' epilogue)
+  bar_sync(0, kThreadsWs);  // 1 / l of every row (the S warps' epilogue)
   // ---- the normalized partial (split_plan.h numerics 3) ----
   const int64_t partial = unit.split;
   const int64_t rows_total = p.max_total_q * H;
@@ -557,7 +609,10 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 namespace {
 // MLAV_WS_STAGES=n (timing-only, cuda/NOTES.md v30): both rings n chunks deep, past the sm_120
 // budget (the H200 takes up to 227 KB): what bytes in flight buy the design.
-#ifndef MLAV_WS_STAGES
+#if defined(MLAV_WS_SSTAGES) && !defined(MLAV_WS_STAGES)
+// The same 6 buffers divided otherwise between the rings (kWsS + kWsV == 6).
+constexpr int kWsS = MLAV_WS_SSTAGES, kWsV = 6 - MLAV_WS_SSTAGES;
+#elif !defined(MLAV_WS_STAGES)
 constexpr int kWsS = 3, kWsV = 3;
 #else
 constexpr int kWsS = MLAV_WS_STAGES, kWsV = MLAV_WS_STAGES;
@@ -565,12 +620,40 @@ constexpr int kWsS = MLAV_WS_STAGES, kWsV = MLAV_WS_STAGES;
 constexpr int kWsSmem = ws::Layout<kWsS, kWsV>::kBytes;
 constexpr auto kWsKernel = verify_partial_ws<kWsS, kWsV>;
 #ifndef MLAV_WS_STAGES
-static_assert(kWsSmem == sm120_smem_bytes(kMma2RingWs), "verify_kernel.h's byte count");
+static_assert(kWsSmem <= sm120_smem_bytes(kMma2RingWs), "verify_kernel.h's byte count");
 static_assert(kWsSmem <= kSm120SmemLimit, "sm_120 budget");
 #endif
 }  // namespace
 
+#ifdef MLAV_WS_TRACE
+// Prints the last traced launch (cycles per tile, averaged over blocks with at least 4 tiles)
+// and clears the record.
+static void dump_ws_trace() {
+  static unsigned long long tr[kWsTraceBlocks][8];
+  if (cudaDeviceSynchronize() != cudaSuccess) return;
+  CUDA_CHECK(cudaMemcpyFromSymbol(tr, g_ws_trace, sizeof tr));
+  double n = 0, f[8] = {};
+  for (unsigned i = 0; i < kWsTraceBlocks; ++i) {
+    if (tr[i][0] < 4) continue;
+    n += 1;
+    for (int k = 1; k < 8; ++k) f[k] += static_cast<double>(tr[i][k]) / tr[i][0];
+  }
+  if (n > 0)
+    std::printf("WSTRACE %.0f blocks, cycles per tile: S warps loop %.0f (chunk waits %.0f, "
+                "softmax %.0f, P-empty wait %.0f); PV warps loop %.0f (chunk waits %.0f, P-full "
+                "wait %.0f)\n",
+                n, f[1] / n, f[2] / n, f[3] / n, f[4] / n, f[5] / n, f[6] / n, f[7] / n);
+  static const unsigned long long zero[kWsTraceBlocks][8] = {};
+  CUDA_CHECK(cudaMemcpyToSymbol(g_ws_trace, zero, sizeof zero));
+}
+#endif
+
 void prepare_partial_ws(int carveout_percent) {
+#ifdef MLAV_WS_TRACE
+  static bool at_exit = false;
+  if (!at_exit) at_exit = std::atexit(dump_ws_trace) == 0;
+  dump_ws_trace();
+#endif
   CUDA_CHECK(cudaFuncSetAttribute(kWsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWsSmem));
   CUDA_CHECK(cudaFuncSetAttribute(kWsKernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                   carveout_percent));
