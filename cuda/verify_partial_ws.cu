@@ -48,6 +48,9 @@ constexpr int kQRowBytes = kLatentDim * 2;                 // 1024
 #define MLAV_WS_QR_AT 13
 #endif
 constexpr int kQrAt = MLAV_WS_QR_AT;
+#ifndef MLAV_WS_HOIST
+#define MLAV_WS_HOIST 1
+#endif
 #ifndef MLAV_WS_EXP
 #define MLAV_WS_EXP 0
 #endif
@@ -337,18 +340,34 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
           for (int f = 0; f < 4; ++f) s_acc[mt][n][f] = 0.f;
 
       static_for<0, kSParts>([&]<int kPart>() {
+        // Q's A fragments of the chunk's two k16 steps (Q is resident: loaded before the step's
+        // wait and barrier, so their latency overlaps them; MLAV_WS_HOIST=0 loads them after).
+        uint32_t aq[2][2][4];
+        auto load_aq = [&] {
+          if constexpr (kPart < kLatParts) {
+#pragma unroll
+            for (int kk = 0; kk < 2; ++kk) {
+              const int ks = kPart * 2 + kk;  // Q's k16 step: units ks * 2 + {0, 1}
+#pragma unroll
+              for (int mt = 0; mt < 2; ++mt)
+                ldmatrix_x4(
+                    q_lane0 + mt * 16 * kQRowBytes + (ks >> 2) * 128 + (xa0 ^ ((ks & 3) * 32)),
+                    aq[kk][mt][0], aq[kk][mt][1], aq[kk][mt][2], aq[kk][mt][3]);
+            }
+          }
+        };
+        if constexpr (MLAV_WS_HOIST != 0) load_aq();
         const uint32_t buf = step.template operator()<kPart>(tile);
+        if constexpr (MLAV_WS_HOIST == 0) load_aq();
         if constexpr (kPart == kQrAt) load_qr();
 #pragma unroll
         for (int kk = 0; kk < 2; ++kk) {
           uint32_t a[2][4];
           if constexpr (kPart < kLatParts) {
-            constexpr int ks0 = kPart * 2;  // Q's k16 step: units ks * 2 + {0, 1}
-            const int ks = ks0 + kk;
 #pragma unroll
             for (int mt = 0; mt < 2; ++mt)
-              ldmatrix_x4(q_lane0 + mt * 16 * kQRowBytes + (ks >> 2) * 128 + (xa0 ^ ((ks & 3) * 32)),
-                          a[mt][0], a[mt][1], a[mt][2], a[mt][3]);
+#pragma unroll
+              for (int f = 0; f < 4; ++f) a[mt][f] = aq[kk][mt][f];
           } else {
 #pragma unroll
             for (int mt = 0; mt < 2; ++mt)
@@ -613,7 +632,8 @@ namespace {
 // The same 6 buffers divided otherwise between the rings (kWsS + kWsV == 6).
 constexpr int kWsS = MLAV_WS_SSTAGES, kWsV = 6 - MLAV_WS_SSTAGES;
 #elif !defined(MLAV_WS_STAGES)
-constexpr int kWsS = 3, kWsV = 3;
+// The S warps' ring is the critical path (v30 call 6: 3 + 3 936 us on tree32, 4 + 2 765).
+constexpr int kWsS = 4, kWsV = 2;
 #else
 constexpr int kWsS = MLAV_WS_STAGES, kWsV = MLAV_WS_STAGES;
 #endif
