@@ -75,6 +75,14 @@ bool choose_plan_pdl(const char* requested, KernelVariant variant) {
   return want == "1";
 }
 
+bool mma2_ws_compiled() {
+#ifdef MLAV_HAVE_WS_VARIANT
+  return true;
+#else
+  return false;
+#endif
+}
+
 int choose_mma2_ring(const char* requested) {
   const std::string want = requested ? requested : "";
   if (want.empty()) return kMma2RingDefault;
@@ -110,9 +118,8 @@ int choose_mma2_l1(const char* requested, int ring) {
       !ring_l1_supported(ring, static_cast<int>(v)))
     throw InvalidInput("MLAV_MMA2_L1", -1,
                        "\"" + want + "\" is not a compiled L1 prefetch distance for ring " +
-                           std::to_string(ring) + (ring == 3                ? ": expected 0 or 2"
-                            : ring == kMma2RingWs ? ": expected 0"
-                                                  : ": expected 0"));
+                           (ring == kMma2RingWs ? std::string("ws") : std::to_string(ring)) +
+                           (ring == 3 ? ": expected 0 or 2" : ": expected 0"));
   return static_cast<int>(v);
 }
 

@@ -58,6 +58,7 @@ constexpr int sm120_smem_bytes(int ring) {
                          64 * 8 + 64 * 8
                    : partial_smem_bytes(kStagesSm120, kColsSm120);
 }
+static_assert(sm120_smem_bytes(kMma2RingWs) <= sm120_smem_bytes(4), "the ws kernel fits ring 4's request");
 inline constexpr int kSm120MaxSmem = sm120_smem_bytes(4);
 static_assert(kSm120MaxSmem >= sm120_smem_bytes(2) && kSm120MaxSmem <= kSm120SmemLimit,
               "sm_120 budget");
@@ -127,6 +128,9 @@ bool choose_plan_pdl(const char* requested, KernelVariant variant);
 inline constexpr int kMma2RingDefault = 4;
 inline constexpr int kMma2L1Default = 0;
 int choose_mma2_ring(const char* requested);
+// Whether this build holds the warp-specialized experiment (MLAV_MMA2_RING=ws, cmake
+// -DMLAV_WS_KERNEL=ON; cuda/NOTES.md v30). Without it "ws" is refused like any unknown ring.
+bool mma2_ws_compiled();
 int choose_mma2_l1(const char* requested, int ring);
 // The preferred shared-memory carveout (percent of the SM's maximum) for a kernel that uses
 // `block_smem` bytes per block, one block per SM, and wants the rest of the SM's L1/shared array

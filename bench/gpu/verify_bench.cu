@@ -352,6 +352,7 @@ double time_workload(const Workload& w, int splits, int sms, double* kv_bytes_ou
     g_variant += kernels[0].cluster_merge() ? "/cluster-merge" : "/merge-kernel";
   if (g_variant == "mma.sync x2" && kernels[0].mma2_ring() == 3) g_variant += "/ring3";
   if (g_variant == "mma.sync x2" && kernels[0].mma2_ring() == 4) g_variant += "/ring4";
+  if (g_variant == "mma.sync x2" && kernels[0].mma2_ring() == cuda::kMma2RingWs) g_variant += "/ws";
   if (g_variant.rfind("mma.sync x2", 0) == 0 && kernels[0].mma2_l1() > 0)
     g_variant += "/L1+" + std::to_string(kernels[0].mma2_l1());
   cudaGraph_t graph;

@@ -54,9 +54,24 @@ gate_case(wgmma_serialized "ptxas C7515"
 gate_case(setmaxnreg_ignored "ptxas C7507"
   "${clean}ptxas info    : (C7507) Potential Performance Loss: 'setmaxnreg' ignored to maintain minimum register requirements.\n")
 gate_case(no_sm120_entry "would pass vacuously" "${sm90a_entry}${no_spill}${used}")
+# The warp-specialized experiment (NOTES v30) builds for sm_120a: held to sm_120's limit, and
+# counted as an sm_120 entry.
+set(ws120a_entry "ptxas info    : Compiling entry function '_ZN9mlaverify4cuda6detail17verify_partial_wsILi4ELi2EEEvNS1_11PartialArgsE' for 'sm_120a'\n")
+gate_case(sm120a_clean pass "${ws120a_entry}${no_spill}${used}")
+gate_case(sm120a_smem_over "101377 bytes smem > 101376"
+  "${ws120a_entry}${no_spill}ptxas info    : Used 168 registers, used 5 barriers, 1025 bytes smem\n")
+gate_case(sm120a_unknown_ring "dynamic request is unknown"
+  "${clean}ptxas info    : Compiling entry function '_ZN9mlaverify4cuda6detail17verify_partial_wsILi3ELi3EEEvNS1_11PartialArgsE' for 'sm_120a'\n${no_spill}${used}")
+# MLAV_RESOURCE_CHECK=warn (experiment builds): the failure is printed, the check passes.
+set(ENV{MLAV_RESOURCE_CHECK} warn)
+gate_case(warn_mode pass
+  "${sm120_entry}    8 bytes stack frame, 12 bytes spill stores, 16 bytes spill loads\n${used}")
+unset(ENV{MLAV_RESOURCE_CHECK})
+gate_case(spill_after_warn "spills 12 bytes stored, 16 loaded"
+  "${sm120_entry}    8 bytes stack frame, 12 bytes spill stores, 16 bytes spill loads\n${used}")
 gate_case(missing_report "missing resource report")
 
 if(NOT failures STREQUAL "")
   message(FATAL_ERROR "resource gate self-test:\n${failures}")
 endif()
-message(STATUS "resource gate self-test: 8 cases as expected")
+message(STATUS "resource gate self-test: 13 cases as expected")

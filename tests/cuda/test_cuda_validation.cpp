@@ -403,6 +403,16 @@ TEST(CudaSupport, Mma2RingL1AndCarveoutChoices) {
   EXPECT_EQ(choose_mma2_l1("0", 2), 0);
   mlaverify::testing::expect_invalid([] { choose_mma2_l1("2", 4); }, "MLAV_MMA2_L1", -1);
   mlaverify::testing::expect_invalid([] { choose_mma2_l1("x", 3); }, "MLAV_MMA2_L1", -1);
+  // The warp-specialized experiment: "ws" where the build holds it (no L1-staged form), refused
+  // by name where it does not.
+  if (mma2_ws_compiled()) {
+    EXPECT_EQ(choose_mma2_ring("ws"), kMma2RingWs);
+    EXPECT_EQ(choose_mma2_l1(nullptr, kMma2RingWs), 0);
+    mlaverify::testing::expect_invalid([] { choose_mma2_l1("2", kMma2RingWs); }, "MLAV_MMA2_L1",
+                                       -1);
+  } else {
+    mlaverify::testing::expect_invalid([] { choose_mma2_ring("ws"); }, "MLAV_MMA2_RING", -1);
+  }
   // The rule: the smallest percentage of the SM's shared memory holding the block and the 1 KB
   // the driver reserves. H200 (233,472 B per SM): (100,864 + 1,024) / 233,472 = 43.6% -> 44.
   // RTX PRO 6000 (102,400 B): 99.5% -> 100.
