@@ -1,5 +1,5 @@
 #!/bin/bash
-# v30 call 8, final: the default build at 7c0c7ad (MLAV_WS_KERNEL off; host changes only:
+# v30 call 8, final: the default build at e4664bf (MLAV_WS_KERNEL off; host changes only:
 # mma2_ws_compiled, the L1 refusal naming ws) on the three kernels; the ws experiment build (its
 # kernel as in call 7: rings 4 + 2, hoisted Q fragments, S 128 / PV 184) under cuda_tests, the
 # property suite's CUDA instances, memcheck and racecheck (the P hand-over is bar.arrive ->
