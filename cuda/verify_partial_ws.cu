@@ -269,8 +269,13 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       issue.template operator()<kP>(ring + kP * kChunkBytes);
       cp_async_commit();
     });
+    // Q (the oldest group) landed and published to every S warp: the hoisted Q fragments of a
+    // step are read before that step's barrier, so the first step's barrier cannot publish Q
+    // (call 8: the property suite and racecheck caught tile 0's first fragments racing Q's copies).
+    cp_async_wait<kSStages - 1>();
+    bar_sync(kBarS, kSThreads);
     int rd = 0;
-    // Waits for part kPart's chunk (and, the first time, Q), then issues the chunk kSStages - 1
+    // Waits for part kPart's chunk, then issues the chunk kSStages - 1
     // ahead into the buffer every S warp finished with (the barrier).
     auto step = [&]<int kPart>(int tile) -> uint32_t {
       MLAV_WT(const unsigned w0 = static_cast<unsigned>(clock());)
