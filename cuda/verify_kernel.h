@@ -46,9 +46,10 @@ static_assert(partial_smem_bytes(kStagesSm120 + 1, kColsSm120) > kSm120SmemLimit
 // The sm_120-sized kernel by ring (cuda/NOTES.md v16): 2 buffers and P, or 3 with P in the ring,
 // both partial_smem_bytes(2, 64); 4 with P in the ring holds only Q's latent columns (its k_pe
 // fragments come from global memory) and a 64-entry table of Q row offsets.
-// MLAV_MMA2_RING=ws (kMma2RingWs): the warp-specialized kernel (verify_partial_ws.cu, NOTES
-// v30): Q's latent columns, P, two rings of 3 chunks of 64 keys x 32 columns, row max and two
-// tiles' row sums for 2 halves, row scale and 1 / l, draft visibility.
+// MLAV_MMA2_RING=ws (kMma2RingWs): the warp-specialized experiment (verify_partial_ws.cu, NOTES
+// v30): Q's latent columns, P, six chunk buffers of 64 keys x 32 columns (the S warps' ring of
+// 4 and the PV warps' of 2), row max and two tiles' row sums for 2 halves, row scale and 1 / l,
+// draft visibility.
 inline constexpr int kMma2RingWs = 8;
 constexpr int sm120_smem_bytes(int ring) {
   if (ring == kMma2RingWs)

@@ -51,6 +51,8 @@ constexpr int kQrAt = MLAV_WS_QR_AT;
 #ifndef MLAV_WS_HOIST
 #define MLAV_WS_HOIST 1
 #endif
+// MLAV_WS_EXP=1 / 2 (compile-only experiments, never run): the PV or the S warps return at once,
+// so ptxas's spill report speaks of the other group alone (NOTES v30's register findings).
 #ifndef MLAV_WS_EXP
 #define MLAV_WS_EXP 0
 #endif
@@ -205,10 +207,33 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       if (src_bytes >= 0) return;
     cp_async16(dst, src, src_bytes);
   };
+  // (trace builds: this thread's chunk-step waits)
+  MLAV_WT(unsigned wt_wait = 0;)
+  // One chunk step of a group's ring of kStages buffers at `ring` (kParts chunks per tile): waits
+  // for part kPart's chunk, meets the group (kN threads) on barrier kBar, then issues the chunk
+  // kStages - 1 ahead into the buffer the group has just finished with (entering the next tile
+  // where that chunk lies there) and returns part kPart's buffer.
+  auto ring_step = [&]<int kStages, int kParts, int kBar, int kN, int kPart>(
+                       auto& issue, uint32_t ring, int& rd, int tile) -> uint32_t {
+    MLAV_WT(const unsigned w0 = static_cast<unsigned>(clock());)
+    cp_async_wait<kStages - 2>();
+    bar_sync(kBar, kN);
+    MLAV_WT(wt_wait += static_cast<unsigned>(clock()) - w0;)
+    constexpr int ahead = kPart + kStages - 1;
+    constexpr int ahead_part = ahead % kParts;
+    if constexpr (ahead_part == 0) enter_tile(tile + ahead / kParts);
+    const int wr = rd == 0 ? kStages - 1 : rd - 1;
+    issue.template operator()<ahead_part>(ring + wr * kChunkBytes);
+    cp_async_commit();
+    const uint32_t buf = ring + rd * kChunkBytes;
+    rd = rd + 1 == kStages ? 0 : rd + 1;
+    return buf;
+  };
+
   if (s_group) {
     // =========================== S warps: S = Q K^T, softmax, P ===========================
     regs_dec<kSRegs>();
-    MLAV_WT(unsigned wt[4] = {};)
+    MLAV_WT(unsigned wt[4] = {};)  // [0] loop start, [2] softmax, [3] "P empty" wait
 #if MLAV_WS_EXP == 2
     if (tid >= 0) return;
 #endif
@@ -275,22 +300,9 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     cp_async_wait<kSStages - 1>();
     bar_sync(kBarS, kSThreads);
     int rd = 0;
-    // Waits for part kPart's chunk, then issues the chunk kSStages - 1
-    // ahead into the buffer every S warp finished with (the barrier).
     auto step = [&]<int kPart>(int tile) -> uint32_t {
-      MLAV_WT(const unsigned w0 = static_cast<unsigned>(clock());)
-      cp_async_wait<kSStages - 2>();
-      bar_sync(kBarS, kSThreads);
-      MLAV_WT(wt[1] += static_cast<unsigned>(clock()) - w0;)
-      constexpr int ahead = kPart + kSStages - 1;
-      constexpr int ahead_part = ahead % kSParts;
-      if constexpr (ahead_part == 0) enter_tile(tile + ahead / kSParts);
-      const int wr = rd == 0 ? kSStages - 1 : rd - 1;
-      issue.template operator()<ahead_part>(ring + wr * kChunkBytes);
-      cp_async_commit();
-      const uint32_t buf = ring + rd * kChunkBytes;
-      rd = rd + 1 == kSStages ? 0 : rd + 1;
-      return buf;
+      return ring_step.template operator()<kSStages, kSParts, kBarS, kSThreads, kPart>(issue, ring,
+                                                                                     rd, tile);
     };
 
     const uint32_t q_lane0 = sbase + L::kQ + (rq * 32 + (lane & 15)) * kQRowBytes;
@@ -318,7 +330,6 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
         }
     };
 
-    // (trace: wt[0] loop start, [1] chunk waits, [2] softmax, [3] "P empty" wait)
     MLAV_WT(wt[0] = static_cast<unsigned>(clock()); unsigned ws0 = 0;)
 #pragma unroll 1
     for (int tile = 0; tile < num_tiles; ++tile) {
@@ -485,7 +496,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       const unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
       if (b < kWsTraceBlocks) {
         unsigned long long* t = g_ws_trace[b];
-        t[0] = num_tiles, t[1] = static_cast<unsigned>(clock()) - wt[0], t[2] = wt[1];
+        t[0] = num_tiles, t[1] = static_cast<unsigned>(clock()) - wt[0], t[2] = wt_wait;
         t[3] = wt[2], t[4] = wt[3];
       }
     }
@@ -509,7 +520,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 
   // ============================== PV warps: O += P V ==============================
   regs_inc<kPvRegs>();
-  MLAV_WT(unsigned wt[3] = {};)
+  MLAV_WT(unsigned wt[3] = {};)  // [0] loop start, [2] "P full" wait
 #if MLAV_WS_EXP == 1
   if (tid >= 0) return;
 #endif
@@ -525,19 +536,8 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   });
   int rd = 0;
   auto step = [&]<int kPart>(int tile) -> uint32_t {
-    MLAV_WT(const unsigned w0 = static_cast<unsigned>(clock());)
-    cp_async_wait<kVStages - 2>();
-    bar_sync(kBarPv, kPvThreads);
-    MLAV_WT(wt[1] += static_cast<unsigned>(clock()) - w0;)
-    constexpr int ahead = kPart + kVStages - 1;
-    constexpr int ahead_part = ahead % kVParts;
-    if constexpr (ahead_part == 0) enter_tile(tile + ahead / kVParts);
-    const int wr = rd == 0 ? kVStages - 1 : rd - 1;
-    issue.template operator()<ahead_part>(ring + wr * kChunkBytes);
-    cp_async_commit();
-    const uint32_t buf = ring + rd * kChunkBytes;
-    rd = rd + 1 == kVStages ? 0 : rd + 1;
-    return buf;
+    return ring_step.template operator()<kVStages, kVParts, kBarPv, kPvThreads, kPart>(issue, ring,
+                                                                                      rd, tile);
   };
   // [chunk][m16 tile][fragment]: rows rh * 32 .. + 31, columns c * 32 + cq * 8 .. + 7.
   float acc[kVParts][2][4];
@@ -552,7 +552,6 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   // k16 step 2 ks2's two 8-key halves, 2, 3 step 2 ks2 + 1's.
   const uint32_t vb_lane = (mi * 8 + mr) * kRowBytes + cswz(mr, cq) * 16;
 
-  // (trace: wt[0] loop start, [1] chunk waits, [2] "P full" wait)
   MLAV_WT(wt[0] = static_cast<unsigned>(clock());)
 #pragma unroll 1
   for (int tile = 0; tile < num_tiles; ++tile) {
@@ -601,7 +600,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     const unsigned b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
     if (b < kWsTraceBlocks) {
       unsigned long long* t = g_ws_trace[b];
-      t[5] = static_cast<unsigned>(clock()) - wt[0], t[6] = wt[1], t[7] = wt[2];
+      t[5] = static_cast<unsigned>(clock()) - wt[0], t[6] = wt_wait, t[7] = wt[2];
     }
   }
 #endif
