@@ -63,7 +63,7 @@ static_assert(kQrAt >= 0 && kQrAt < kLatParts, "loaded before the k_pe chunks");
 // setmaxnreg budgets: 128 x kSRegs + 256 x kPvRegs <= 384 x 168 (the entry budget of 384
 // threads under __launch_bounds__(384, 1)), multiples of 8.
 #ifndef MLAV_WS_SREGS
-#define MLAV_WS_SREGS 128
+#define MLAV_WS_SREGS 136
 #endif
 constexpr int kSRegs = MLAV_WS_SREGS;
 #ifdef MLAV_WS_PVREGS
@@ -77,9 +77,14 @@ constexpr int kBarS = 1, kBarPv = 2, kBarFull = 3, kBarEmpty = 4;
 
 template <int kSStages, int kVStages>
 struct Layout {
+  // kPInRing (an S ring of 6: 18 parts per tile, so part k is always in buffer k % 6): P has no
+  // buffer of its own but lies over the S ring's buffers 4 and 5, which hold the tile's two k_pe
+  // chunks (parts 16, 17) when the softmax writes P; the ring keeps them free until the PV warps
+  // have P in registers (the S warps' step 0 of the next tile).
+  static constexpr bool kPInRing = kSStages == 6;
   static constexpr int kQ = 0;
-  static constexpr int kP = kQ + kRowsPerBlock * kQRowBytes;            // 65,536
-  static constexpr int kSRing = kP + kRowsPerBlock * kKvTile * 2;      // + 8,192
+  static constexpr int kSRing = kQ + kRowsPerBlock * kQRowBytes + (kPInRing ? 0 : kRowsPerBlock * kKvTile * 2);
+  static constexpr int kP = kPInRing ? kSRing + 4 * kChunkBytes : kQ + kRowsPerBlock * kQRowBytes;
   static constexpr int kVRing = kSRing + kSStages * kChunkBytes;
   static constexpr int kRedMax = kVRing + kVStages * kChunkBytes;     // [2 halves][64]
   static constexpr int kRedSum = kRedMax + 2 * kRowsPerBlock * 4;      // [2 tiles][2][64]
@@ -289,6 +294,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       copy16(buf + ld_dst, src);
       copy16(buf + (ld_dst ^ 16), src + 8);  // unit ld_unit + 1 (ld_unit even)
     };
+    auto skip_issue = [&]<int kPart>(uint32_t) {};
     enter_tile(0);
     static_for<0, kSStages - 1>([&]<int kP>() {
       issue.template operator()<kP>(ring + kP * kChunkBytes);
@@ -301,8 +307,24 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     bar_sync(kBarS, kSThreads);
     int rd = 0;
     auto step = [&]<int kPart>(int tile) -> uint32_t {
-      return ring_step.template operator()<kSStages, kSParts, kBarS, kSThreads, kPart>(issue, ring,
-                                                                                     rd, tile);
+      if constexpr (L::kPInRing && kPart == kSParts - 1) {
+        // Part 4 of the next tile would go to buffer 4, where P is about to be written: an empty
+        // group keeps the count of groups per step, and part 0's step issues it.
+        return ring_step.template operator()<kSStages, kSParts, kBarS, kSThreads, kPart>(
+            skip_issue, ring, rd, tile);
+      } else if constexpr (L::kPInRing && kPart == 0) {
+        if (tile > 0) {
+          // The ring's buffers 4 and 5 are P's until the PV warps hold it in registers.
+          bar_sync(kBarEmpty, kThreadsWs);
+          issue.template operator()<4>(ring + 4 * kChunkBytes);
+          cp_async_commit();
+        }
+        return ring_step.template operator()<kSStages, kSParts, kBarS, kSThreads, kPart>(issue, ring,
+                                                                                       rd, tile);
+      } else {
+        return ring_step.template operator()<kSStages, kSParts, kBarS, kSThreads, kPart>(issue, ring,
+                                                                                       rd, tile);
+      }
     };
 
     const uint32_t q_lane0 = sbase + L::kQ + (rq * 32 + (lane & 15)) * kQRowBytes;
@@ -456,7 +478,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
         }
       // The PV warps hold the previous P and row factors in registers.
       MLAV_WT(const unsigned we0 = static_cast<unsigned>(clock());)
-      if (tile > 0) bar_sync(kBarEmpty, kThreadsWs);
+      if (!L::kPInRing && tile > 0) bar_sync(kBarEmpty, kThreadsWs);
       MLAV_WT(wt[3] += static_cast<unsigned>(clock()) - we0;)
       float part_sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
 #pragma unroll
@@ -633,11 +655,12 @@ namespace {
 // MLAV_WS_STAGES=n (timing-only, cuda/NOTES.md v30): both rings n chunks deep, past the sm_120
 // budget (the H200 takes up to 227 KB): what bytes in flight buy the design.
 #if defined(MLAV_WS_SSTAGES) && !defined(MLAV_WS_STAGES)
-// The same 6 buffers divided otherwise between the rings (kWsS + kWsV == 6).
+// The 6 buffers beside P divided otherwise between the rings (kWsS + kWsV == 6).
 constexpr int kWsS = MLAV_WS_SSTAGES, kWsV = 6 - MLAV_WS_SSTAGES;
 #elif !defined(MLAV_WS_STAGES)
-// The S warps' ring is the critical path (v30 call 6: 3 + 3 936 us on tree32, 4 + 2 765).
-constexpr int kWsS = 4, kWsV = 2;
+// The S warps' ring is the critical path (v30 call 6: 3 + 3 936 us on tree32, 4 + 2 765); with
+// P in the S ring's buffers the same bytes give it 6 (cuda/NOTES.md v30, call 11).
+constexpr int kWsS = 6, kWsV = 2;
 #else
 constexpr int kWsS = MLAV_WS_STAGES, kWsV = MLAV_WS_STAGES;
 #endif
