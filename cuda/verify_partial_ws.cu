@@ -15,11 +15,13 @@
 // chunks, synchronised within the group by a named barrier per chunk. The groups meet twice per
 // tile, on named barriers: "P full" (S warps arrive when P and the row factors of tile j are in
 // smem; PV warps wait) and "P empty" (PV warps arrive once P's fragments are in registers; the S
-// warps wait before writing the next P).
+// warps wait before re-filling P's bytes, or before writing the next P where P has its own).
 //
 // Shared memory (100,864 bytes, the sm_120 budget): Q's latent columns 64 x 512 bf16 (Q's k_pe
-// fragments stay in the S warps' registers, loaded once), P 64 x 64 bf16, the S ring and the V
-// ring (kSStages and kVStages chunks of 4 KB), row max / sum exchange, row factors, draft bits.
+// fragments come from global memory into the S warps' registers each tile), the S ring of 6
+// chunks of 4 KB with P (64 x 64 bf16) over its buffers 4-5 (Layout::kPInRing), the V ring of
+// 2, row max / sum exchange, row factors, draft bits. Other splits (MLAV_WS_SSTAGES,
+// MLAV_WS_STAGES) give P its own 8 KB.
 #include <cuda_runtime.h>
 
 #include "cuda/cuda_check.h"
