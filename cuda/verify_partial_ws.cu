@@ -85,7 +85,8 @@ struct Layout {
   // have P in registers (the S warps' step 0 of the next tile).
   static constexpr bool kPInRing = kSStages == 6;
   static constexpr int kQ = 0;
-  static constexpr int kSRing = kQ + kRowsPerBlock * kQRowBytes + (kPInRing ? 0 : kRowsPerBlock * kKvTile * 2);
+  static constexpr int kPOwn = kPInRing ? 0 : kRowsPerBlock * kKvTile * 2;  // P's own bytes
+  static constexpr int kSRing = kQ + kRowsPerBlock * kQRowBytes + kPOwn;
   static constexpr int kP = kPInRing ? kSRing + 4 * kChunkBytes : kQ + kRowsPerBlock * kQRowBytes;
   static constexpr int kVRing = kSRing + kSStages * kChunkBytes;
   static constexpr int kRedMax = kVRing + kVStages * kChunkBytes;     // [2 halves][64]
@@ -124,8 +125,10 @@ __device__ __forceinline__ int cswz(int row, int unit) { return unit ^ ((row >> 
 #ifdef MLAV_WS_TRACE
 // Timing-only builds (-DMLAV_WS_TRACE; never the kernel): thread 0 of each group adds up
 // clock() cycles per block: [0] tiles, S warps: [1] loop, [2] chunk waits (wait_group and the
-// group barrier), [3] softmax to "P full", [4] the "P empty" wait; PV warps: [5] loop, [6] chunk
-// waits, [7] the "P full" wait. Printed per launch at the next prepare and at exit.
+// group barrier), [3] softmax to "P full", [4] the softmax's "P empty" wait (P in its own
+// buffer; with P over the S ring that wait is in step 0, counted in [1] only); PV warps: [5]
+// loop, [6] chunk waits, [7] the "P full" wait. Printed per launch at the next prepare and at
+// exit.
 constexpr unsigned kWsTraceBlocks = 4096;
 static __device__ unsigned long long g_ws_trace[kWsTraceBlocks][8];
 #define MLAV_WT(...) __VA_ARGS__
