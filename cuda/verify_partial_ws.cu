@@ -38,13 +38,13 @@ namespace ws {
 constexpr int kSThreads = 128;   // warpgroup 0
 constexpr int kPvThreads = 256;  // warpgroups 1 and 2
 constexpr int kThreadsWs = kSThreads + kPvThreads;
-constexpr int kCols = 32;                                  // columns per chunk
-constexpr int kChunkBytes = kKvTile * kCols * 2;           // 4 KB
-constexpr int kRowBytes = kCols * 2;                       // 64 bytes: 4 units of 16 bytes
-constexpr int kLatParts = kLatentDim / kCols;              // 16 latent chunks (K, then V)
-constexpr int kSParts = kLatParts + kRopeDim / kCols;      // 18: + 2 k_pe chunks
-constexpr int kVParts = kLatParts;                         // 16
-constexpr int kQRowBytes = kLatentDim * 2;                 // 1024
+constexpr int kCols = 32;                              // columns per chunk
+constexpr int kChunkBytes = kKvTile * kCols * 2;       // 4 KB
+constexpr int kRowBytes = kCols * 2;                   // 64 bytes: 4 units of 16 bytes
+constexpr int kLatParts = kLatentDim / kCols;          // 16 latent chunks (K, then V)
+constexpr int kSParts = kLatParts + kRopeDim / kCols;  // 18: + 2 k_pe chunks
+constexpr int kVParts = kLatParts;                     // 16
+constexpr int kQRowBytes = kLatentDim * 2;             // 1024
 // The S chunk step that loads Q's k_pe fragments for the tile's two k_pe chunks.
 #ifndef MLAV_WS_QR_AT
 #define MLAV_WS_QR_AT 13
@@ -89,11 +89,11 @@ struct Layout {
   static constexpr int kSRing = kQ + kRowsPerBlock * kQRowBytes + kPOwn;
   static constexpr int kP = kPInRing ? kSRing + 4 * kChunkBytes : kQ + kRowsPerBlock * kQRowBytes;
   static constexpr int kVRing = kSRing + kSStages * kChunkBytes;
-  static constexpr int kRedMax = kVRing + kVStages * kChunkBytes;     // [2 halves][64]
-  static constexpr int kRedSum = kRedMax + 2 * kRowsPerBlock * 4;      // [2 tiles][2][64]
-  static constexpr int kRowScale = kRedSum + 4 * kRowsPerBlock * 4;    // [64]
-  static constexpr int kRowInvL = kRowScale + kRowsPerBlock * 4;       // [64]
-  static constexpr int kVis = kRowInvL + kRowsPerBlock * 4;            // [64] uint64
+  static constexpr int kRedMax = kVRing + kVStages * kChunkBytes;    // [2 halves][64]
+  static constexpr int kRedSum = kRedMax + 2 * kRowsPerBlock * 4;    // [2 tiles][2][64]
+  static constexpr int kRowScale = kRedSum + 4 * kRowsPerBlock * 4;  // [64]
+  static constexpr int kRowInvL = kRowScale + kRowsPerBlock * 4;     // [64]
+  static constexpr int kVis = kRowInvL + kRowsPerBlock * 4;          // [64] uint64
   static constexpr int kBytes = kVis + kRowsPerBlock * 8;
 };
 
@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     return (tile < num_tiles && key < key_end) ? p.kv_indices[index_base + key] : 0;
   };
   int64_t next_slot = slots_from_indices ? slot_of(0) : 0;
-  const __nv_bfloat16* lat_src = pool;  // this thread's first unit of the key's latent row
+  const __nv_bfloat16* lat_src = pool;   // this thread's first unit of the key's latent row
   const __nv_bfloat16* rope_src = pool;  // and of its k_pe row (the S warps' loader)
   int src_bytes = 0;
   auto enter_tile = [&](int tile) {
@@ -324,11 +324,11 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
           issue.template operator()<4>(ring + 4 * kChunkBytes);
           cp_async_commit();
         }
-        return ring_step.template operator()<kSStages, kSParts, kBarS, kSThreads, kPart>(issue, ring,
-                                                                                       rd, tile);
+        return ring_step.template operator()<kSStages, kSParts, kBarS, kSThreads, kPart>(
+            issue, ring, rd, tile);
       } else {
-        return ring_step.template operator()<kSStages, kSParts, kBarS, kSThreads, kPart>(issue, ring,
-                                                                                       rd, tile);
+        return ring_step.template operator()<kSStages, kSParts, kBarS, kSThreads, kPart>(
+            issue, ring, rd, tile);
       }
     };
 
@@ -538,8 +538,9 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
         for (int hr = 0; hr < 2; ++hr)
-          store_row_totals(args, partial, e, row0, valid_rows, rq * 32 + mt * 16 + frag_row + 8 * hr,
-                           l_run[mt][hr], m_run[mt][hr], row_inv_l);
+          store_row_totals(args, partial, e, row0, valid_rows,
+                           rq * 32 + mt * 16 + frag_row + 8 * hr, l_run[mt][hr], m_run[mt][hr],
+                           row_inv_l);
     }
     bar_sync(0, kThreadsWs);  // the PV warps' epilogue reads row_inv_l
     return;
@@ -551,9 +552,9 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 #if MLAV_WS_EXP == 1
   if (tid >= 0) return;
 #endif
-  const int pw = gt >> 5;     // 0 .. 7
-  const int rh = pw >> 2;     // rows rh * 32 .. + 31 (two m16 tiles)
-  const int cq = pw & 3;      // columns cq * 8 .. + 7 of every 32-column chunk (one n8 tile)
+  const int pw = gt >> 5;  // 0 .. 7
+  const int rh = pw >> 2;  // rows rh * 32 .. + 31 (two m16 tiles)
+  const int cq = pw & 3;   // columns cq * 8 .. + 7 of every 32-column chunk (one n8 tile)
   const uint32_t ring = sbase + L::kVRing;
   auto issue = [&]<int kPart>(uint32_t buf) { copy16(buf + ld_dst, lat_src + kPart * kCols); };
   enter_tile(0);
@@ -564,7 +565,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   int rd = 0;
   auto step = [&]<int kPart>(int tile) -> uint32_t {
     return ring_step.template operator()<kVStages, kVParts, kBarPv, kPvThreads, kPart>(issue, ring,
-                                                                                      rd, tile);
+                                                                                       rd, tile);
   };
   // [chunk][m16 tile][fragment]: rows rh * 32 .. + 31, columns c * 32 + cq * 8 .. + 7.
   float acc[kVParts][2][4];
@@ -691,10 +692,11 @@ static void dump_ws_trace() {
     for (int k = 1; k < 8; ++k) f[k] += static_cast<double>(tr[i][k]) / tr[i][0];
   }
   if (n > 0)
-    std::printf("WSTRACE %.0f blocks, cycles per tile: S warps loop %.0f (chunk waits %.0f, "
-                "softmax %.0f, P-empty wait %.0f); PV warps loop %.0f (chunk waits %.0f, P-full "
-                "wait %.0f)\n",
-                n, f[1] / n, f[2] / n, f[3] / n, f[4] / n, f[5] / n, f[6] / n, f[7] / n);
+    std::printf(
+        "WSTRACE %.0f blocks, cycles per tile: S warps loop %.0f (chunk waits %.0f, "
+        "softmax %.0f, P-empty wait %.0f); PV warps loop %.0f (chunk waits %.0f, P-full "
+        "wait %.0f)\n",
+        n, f[1] / n, f[2] / n, f[3] / n, f[4] / n, f[5] / n, f[6] / n, f[7] / n);
   static const unsigned long long zero[kWsTraceBlocks][8] = {};
   CUDA_CHECK(cudaMemcpyToSymbol(g_ws_trace, zero, sizeof zero));
 }
