@@ -481,7 +481,8 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
           scale_prev[mt][hr] = exp2f(m_run[mt][hr] - m_new[mt][hr]);
           m_run[mt][hr] = m_new[mt][hr];
         }
-      // The PV warps hold the previous P and row factors in registers.
+      // The PV warps hold the previous P and row factors in registers (with P over the S ring
+      // this was waited for at step 0 of the tile, before its buffers were re-filled).
       MLAV_WT(const unsigned we0 = static_cast<unsigned>(clock());)
       if (!L::kPInRing && tile > 0) bar_sync(kBarEmpty, kThreadsWs);
       MLAV_WT(wt[3] += static_cast<unsigned>(clock()) - we0;)
