@@ -47,20 +47,22 @@ static_assert(partial_smem_bytes(kStagesSm120 + 1, kColsSm120) > kSm120SmemLimit
 // both partial_smem_bytes(2, 64); 4 with P in the ring holds only Q's latent columns (its k_pe
 // fragments come from global memory) and a 64-entry table of Q row offsets.
 // MLAV_MMA2_RING=ws (kMma2RingWs): the warp-specialized experiment (verify_partial_ws.cu, NOTES
-// v30): Q's latent columns, P, six chunk buffers of 64 keys x 32 columns (the S warps' ring of
-// 4 and the PV warps' of 2), row max and two tiles' row sums for 2 halves, row scale and 1 / l,
-// draft visibility.
+// v30, v31): Q's latent columns, eight chunk buffers of 64 keys x 32 columns (the S warps' ring
+// of 6 with P over two of them, the PV warps' of 2), row max and two tiles' row sums for 2
+// halves, row scale and 1 / l, draft visibility, the next tile's 64 KV row pointers.
 inline constexpr int kMma2RingWs = 8;
 constexpr int sm120_smem_bytes(int ring) {
   if (ring == kMma2RingWs)
     return kRowsPerBlock * 512 * 2 + 64 * 64 * 2 + 6 * 64 * 32 * 2 + 2 * 64 * 4 + 4 * 64 * 4 +
-           2 * 64 * 4 + 64 * 8;
+           2 * 64 * 4 + 64 * 8 + 64 * 8;
   return ring == 4 ? kRowsPerBlock * 512 * 2 + 4 * 64 * 64 * 2 + 2 * 2 * 64 * 4 + 2 * 64 * 4 +
                          64 * 8 + 64 * 8
                    : partial_smem_bytes(kStagesSm120, kColsSm120);
 }
-static_assert(sm120_smem_bytes(kMma2RingWs) <= sm120_smem_bytes(4), "the ws kernel fits ring 4's request");
-inline constexpr int kSm120MaxSmem = sm120_smem_bytes(4);
+// ws asks for the whole budget (v31: the row hand-over's 512 bytes), ring 4 for 512 fewer.
+inline constexpr int kSm120MaxSmem = sm120_smem_bytes(kMma2RingWs) > sm120_smem_bytes(4)
+                                         ? sm120_smem_bytes(kMma2RingWs)
+                                         : sm120_smem_bytes(4);
 static_assert(kSm120MaxSmem >= sm120_smem_bytes(2) && kSm120MaxSmem <= kSm120SmemLimit,
               "sm_120 budget");
 #ifdef MLAV_SM120_DYN_SMEM

@@ -43,8 +43,28 @@ constexpr int kChunkBytes = kKvTile * kCols * 2;       // 4 KB
 constexpr int kRowBytes = kCols * 2;                   // 64 bytes: 4 units of 16 bytes
 constexpr int kLatParts = kLatentDim / kCols;          // 16 latent chunks (K, then V)
 constexpr int kSParts = kLatParts + kRopeDim / kCols;  // 18: + 2 k_pe chunks
-constexpr int kVParts = kLatParts;                     // 16
-constexpr int kQRowBytes = kLatentDim * 2;             // 1024
+constexpr int kVParts = kLatParts;                     // 16 column chunks of V per tile
+// MLAV_WS_VKEYS=32: the V ring's chunks are 32 keys x 32 columns (2 KB; a column chunk's two key
+// halves in consecutive steps), so the same bytes keep more of them in flight (cuda/NOTES.md v31).
+#ifndef MLAV_WS_VKEYS
+#define MLAV_WS_VKEYS 64
+#endif
+constexpr int kVKeys = MLAV_WS_VKEYS;
+static_assert(kVKeys == 64 || kVKeys == 32, "a tile's keys or half of them");
+constexpr int kVHalves = kKvTile / kVKeys;        // 1 or 2
+constexpr int kVSteps = kVParts * kVHalves;       // V chunk steps per tile
+constexpr int kVChunkBytes = kVKeys * kCols * 2;  // 4 or 2 KB
+// MLAV_WS_QL1=n: Q's last n latent chunks are not kept in shared memory: the S warps read their
+// A fragments from global memory (L1 after the first tile), as Q's k_pe fragments always were,
+// and the 4 KB each frees go to the V ring (cuda/NOTES.md v31).
+#ifndef MLAV_WS_QL1
+#define MLAV_WS_QL1 2
+#endif
+constexpr int kQL1 = MLAV_WS_QL1;
+constexpr int kQSmemParts = kLatParts - kQL1;  // Q's chunks in shared memory
+constexpr int kQUnits = kQSmemParts * 4;       // 16-byte units per Q row there
+constexpr int kQRowBytes = kQUnits * 16;       // 1024 - 64 n
+static_assert(kQL1 >= 0 && kQL1 % 2 == 0 && kQSmemParts >= 8, "whole 128-byte swizzle groups");
 // The S chunk step that loads Q's k_pe fragments for the tile's two k_pe chunks.
 #ifndef MLAV_WS_QR_AT
 #define MLAV_WS_QR_AT 13
@@ -61,11 +81,13 @@ constexpr int kQrAt = MLAV_WS_QR_AT;
 #ifndef MLAV_WS_NO_COPY
 #define MLAV_WS_NO_COPY 0
 #endif
-static_assert(kQrAt >= 0 && kQrAt < kLatParts, "loaded before the k_pe chunks");
+// kQrAt < 0: each k_pe chunk's fragments are loaded at its own step, as the latent chunks'
+// (MLAV_WS_QL1): 16 registers at a time instead of 32 over five steps.
+static_assert(kQrAt < kLatParts, "loaded before the k_pe chunks");
 // setmaxnreg budgets: 128 x kSRegs + 256 x kPvRegs <= 384 x 168 (the entry budget of 384
 // threads under __launch_bounds__(384, 1)), multiples of 8.
 #ifndef MLAV_WS_SREGS
-#define MLAV_WS_SREGS 136
+#define MLAV_WS_SREGS 128
 #endif
 constexpr int kSRegs = MLAV_WS_SREGS;
 #ifdef MLAV_WS_PVREGS
@@ -89,12 +111,17 @@ struct Layout {
   static constexpr int kSRing = kQ + kRowsPerBlock * kQRowBytes + kPOwn;
   static constexpr int kP = kPInRing ? kSRing + 4 * kChunkBytes : kQ + kRowsPerBlock * kQRowBytes;
   static constexpr int kVRing = kSRing + kSStages * kChunkBytes;
-  static constexpr int kRedMax = kVRing + kVStages * kChunkBytes;    // [2 halves][64]
+  static constexpr int kRedMax = kVRing + kVStages * kVChunkBytes;   // [2 halves][64]
   static constexpr int kRedSum = kRedMax + 2 * kRowsPerBlock * 4;    // [2 tiles][2][64]
   static constexpr int kRowScale = kRedSum + 4 * kRowsPerBlock * 4;  // [64]
   static constexpr int kRowInvL = kRowScale + kRowsPerBlock * 4;     // [64]
   static constexpr int kVis = kRowInvL + kRowsPerBlock * 4;          // [64] uint64
-  static constexpr int kBytes = kVis + kRowsPerBlock * 8;
+  // With P over the S ring: the latent row of each key of the next tile, from the S warps'
+  // loader to the PV warps' ([64] pointers; null past the split), so that the PV warps hold no
+  // loader state of their own across a tile (registers, cuda/NOTES.md v31).
+  static constexpr bool kRowHandoff = kPInRing;
+  static constexpr int kKvRow = kVis + kRowsPerBlock * 8;
+  static constexpr int kBytes = kKvRow + (kRowHandoff ? kKvTile * 8 : 0);
 };
 
 __device__ __forceinline__ void bar_sync(int id, int n) {
@@ -168,6 +195,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   float* row_scale = reinterpret_cast<float*>(smem_raw + L::kRowScale);
   float* row_inv_l = reinterpret_cast<float*>(smem_raw + L::kRowInvL);
   uint64_t* vis_s = reinterpret_cast<uint64_t*>(smem_raw + L::kVis);
+  const __nv_bfloat16** kv_row_s = reinterpret_cast<const __nv_bfloat16**>(smem_raw + L::kKvRow);
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -196,25 +224,39 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key;
     const bool ok = tile < num_tiles && key < key_end;
     src_bytes = ok ? 16 : 0;
+    const __nv_bfloat16* lat_row = nullptr;
     if (!ok) {
       lat_src = rope_src = pool;  // never read (src-size 0), but a valid address
     } else if (!slots_from_indices) {
-      const __nv_bfloat16* row =
+      lat_row =
           static_cast<const __nv_bfloat16*>(p.k_extend) + (e.q_begin + key) * p.k_extend_stride;
-      lat_src = row + ld_unit * 8;  // k_extend rows are latent-first
-      rope_src = row + kLatentDim + ld_unit * 8;
+      lat_src = lat_row + ld_unit * 8;  // k_extend rows are latent-first
+      rope_src = lat_row + kLatentDim + ld_unit * 8;
     } else {
-      lat_src = pool + p.kv_layout.latent_index(next_slot) + ld_unit * 8;
+      lat_row = pool + p.kv_layout.latent_index(next_slot);
+      lat_src = lat_row + ld_unit * 8;
       rope_src = pool + p.kv_layout.rope_index(next_slot) + ld_unit * 8;
     }
-    if (slots_from_indices) next_slot = slot_of(tile + 1);
+    // The S warps enter a tile one tile before the PV warps: its rows for them (read after the
+    // "P full" of the tile before, rewritten only after their "P empty" of it).
+    if constexpr (L::kRowHandoff)
+      if (s_group && tile > 0 && (gt & 1) == 0) kv_row_s[ld_key] = lat_row;
+  };
+  // The slot of the loader's key in `tile`, read as the loader enters the tile before (its
+  // latency hidden by a tile's steps).
+  auto fetch_slot = [&](int tile) {
+    if (slots_from_indices) next_slot = slot_of(tile);
   };
   const uint32_t ld_dst = ld_key * kRowBytes + cswz(ld_key, ld_unit) * 16;
   auto copy16 = [&](uint32_t dst, const __nv_bfloat16* src) {
     // Timing-only (garbage results): MLAV_WS_NO_COPY=1 issues no chunk copies (the loop's time
-    // without the KV stream, cuda/NOTES.md v30).
-    if constexpr (MLAV_WS_NO_COPY != 0)
+    // without the KV stream, cuda/NOTES.md v30); 2 none of the V ring's, 3 none of the S ring's.
+    if constexpr (MLAV_WS_NO_COPY == 1)
       if (src_bytes >= 0) return;
+    if constexpr (MLAV_WS_NO_COPY == 2)
+      if (!s_group) return;
+    if constexpr (MLAV_WS_NO_COPY == 3)
+      if (s_group) return;
     cp_async16(dst, src, src_bytes);
   };
   // (trace builds: this thread's chunk-step waits)
@@ -223,19 +265,23 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   // for part kPart's chunk, meets the group (kN threads) on barrier kBar, then issues the chunk
   // kStages - 1 ahead into the buffer the group has just finished with (entering the next tile
   // where that chunk lies there) and returns part kPart's buffer.
-  auto ring_step = [&]<int kStages, int kParts, int kBar, int kN, int kPart>(
-                       auto& issue, uint32_t ring, int& rd, int tile) -> uint32_t {
+  auto ring_step = [&]<int kStages, int kParts, int kBar, int kN, int kPart, int kBytes>(
+                       auto& issue, auto& fetch, auto& enter, uint32_t ring, int& rd,
+                       int tile) -> uint32_t {
     MLAV_WT(const unsigned w0 = static_cast<unsigned>(clock());)
     cp_async_wait<kStages - 2>();
     bar_sync(kBar, kN);
     MLAV_WT(wt_wait += static_cast<unsigned>(clock()) - w0;)
     constexpr int ahead = kPart + kStages - 1;
     constexpr int ahead_part = ahead % kParts;
-    if constexpr (ahead_part == 0) enter_tile(tile + ahead / kParts);
+    if constexpr (ahead_part == 0) {
+      enter(tile + ahead / kParts);
+      fetch(tile + ahead / kParts + 1);
+    }
     const int wr = rd == 0 ? kStages - 1 : rd - 1;
-    issue.template operator()<ahead_part>(ring + wr * kChunkBytes);
+    issue.template operator()<ahead_part>(ring + wr * kBytes);
     cp_async_commit();
-    const uint32_t buf = ring + rd * kChunkBytes;
+    const uint32_t buf = ring + rd * kBytes;
     rd = rd + 1 == kStages ? 0 : rd + 1;
     return buf;
   };
@@ -250,10 +296,11 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     const int warp = tid >> 5;
     const int rq = warp >> 1;  // rows rq * 32 .. + 31 (two m16 tiles)
     const int kq = warp & 1;   // keys kq * 32 .. + 31 of each tile (four n8 tiles)
-    // Q's latent columns: 64 rows x 64 units, rows past the request zero-filled.
+    // Q's latent columns in shared memory: 64 rows x kQUnits units, rows past the request
+    // zero-filled.
     const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
-    for (int u = tid; u < kRows * 64; u += kSThreads) {
-      const int r = u >> 6, qu = u & 63;
+    for (int u = tid; u < kRows * kQUnits; u += kSThreads) {
+      const int r = u / kQUnits, qu = u % kQUnits;
       const int64_t row = row0 + r;
       const bool ok = row < valid_rows;
       const int64_t t = ok ? row / H : 0, h = ok ? row % H : 0;
@@ -277,6 +324,8 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
             qbase + (e.q_begin + row / H) * p.q_token_stride + (row % H) * p.q_head_stride +
             p.q_rope_offset + frag_col);
       }
+    // From qa[..] to the same row's latent columns, in 4-byte words.
+    const int64_t q_lat_delta = (p.q_latent_offset - p.q_rope_offset) / 2;
     uint32_t qr[2][kRopeDim / 16][4];
     auto load_qr = [&] {
 #pragma unroll
@@ -301,6 +350,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     };
     auto skip_issue = [&]<int kPart>(uint32_t) {};
     enter_tile(0);
+    fetch_slot(1);
     static_for<0, kSStages - 1>([&]<int kP>() {
       issue.template operator()<kP>(ring + kP * kChunkBytes);
       cp_async_commit();
@@ -315,8 +365,9 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       if constexpr (L::kPInRing && kPart == kSParts - 1) {
         // Part 4 of the next tile would go to buffer 4, where P is about to be written: an empty
         // group keeps the count of groups per step, and part 0's step issues it.
-        return ring_step.template operator()<kSStages, kSParts, kBarS, kSThreads, kPart>(
-            skip_issue, ring, rd, tile);
+        return ring_step
+            .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
+                skip_issue, fetch_slot, enter_tile, ring, rd, tile);
       } else if constexpr (L::kPInRing && kPart == 0) {
         if (tile > 0) {
           // The ring's buffers 4 and 5 are P's until the PV warps hold it in registers.
@@ -324,11 +375,13 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
           issue.template operator()<4>(ring + 4 * kChunkBytes);
           cp_async_commit();
         }
-        return ring_step.template operator()<kSStages, kSParts, kBarS, kSThreads, kPart>(
-            issue, ring, rd, tile);
+        return ring_step
+            .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
+                issue, fetch_slot, enter_tile, ring, rd, tile);
       } else {
-        return ring_step.template operator()<kSStages, kSParts, kBarS, kSThreads, kPart>(
-            issue, ring, rd, tile);
+        return ring_step
+            .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
+                issue, fetch_slot, enter_tile, ring, rd, tile);
       }
     };
 
@@ -387,7 +440,22 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
         // wait and barrier, so their latency overlaps them; MLAV_WS_HOIST=0 loads them after).
         uint32_t aq[2][2][4];
         auto load_aq = [&] {
-          if constexpr (kPart < kLatParts) {
+          if constexpr (kPart >= kQSmemParts && (kPart < kLatParts || kQrAt < 0)) {
+            // Q's chunk from global memory (a latent one under MLAV_WS_QL1: the k_pe loads'
+            // pointers, moved to the latent columns; both offsets are 16-byte aligned).
+#pragma unroll
+            for (int kk = 0; kk < 2; ++kk) {
+              const int64_t w = kPart < kLatParts ? q_lat_delta + (kPart * 2 + kk) * 8
+                                                  : ((kPart - kLatParts) * 2 + kk) * 8;
+#pragma unroll
+              for (int mt = 0; mt < 2; ++mt) {
+                aq[kk][mt][0] = __ldg(qa[mt][0] + w);
+                aq[kk][mt][1] = __ldg(qa[mt][1] + w);
+                aq[kk][mt][2] = __ldg(qa[mt][0] + w + 4);
+                aq[kk][mt][3] = __ldg(qa[mt][1] + w + 4);
+              }
+            }
+          } else if constexpr (kPart < kLatParts) {
 #pragma unroll
             for (int kk = 0; kk < 2; ++kk) {
               const int ks = kPart * 2 + kk;  // Q's k16 step: units ks * 2 + {0, 1}
@@ -402,11 +470,11 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
         if constexpr (MLAV_WS_HOIST != 0) load_aq();
         const uint32_t buf = step.template operator()<kPart>(tile);
         if constexpr (MLAV_WS_HOIST == 0) load_aq();
-        if constexpr (kPart == kQrAt) load_qr();
+        if constexpr (kQrAt >= 0 && kPart == kQrAt) load_qr();
 #pragma unroll
         for (int kk = 0; kk < 2; ++kk) {
           uint32_t a[2][4];
-          if constexpr (kPart < kLatParts) {
+          if constexpr (kPart < kLatParts || kQrAt < 0) {
 #pragma unroll
             for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -557,16 +625,49 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   const int rh = pw >> 2;  // rows rh * 32 .. + 31 (two m16 tiles)
   const int cq = pw & 3;   // columns cq * 8 .. + 7 of every 32-column chunk (one n8 tile)
   const uint32_t ring = sbase + L::kVRing;
-  auto issue = [&]<int kPart>(uint32_t buf) { copy16(buf + ld_dst, lat_src + kPart * kCols); };
+  // With the row hand-over lat_src is null past the split (the select below keeps src-size and
+  // address in one register pair: no src_bytes of its own).
+  // Step kPart's chunk: columns (kPart / kVHalves) * 32 .., keys of half kPart % kVHalves (with
+  // half-tile chunks only the threads whose key lies there copy; the others commit an empty
+  // group, so every step still has one).
+  const uint32_t v_dst = ld_dst - (kVHalves == 2 ? (ld_key & 32) * kRowBytes : 0);
+  auto issue = [&]<int kPart>(uint32_t buf) {
+    constexpr int col = (kPart / kVHalves) * kCols;
+    if constexpr (kVHalves == 2)
+      if ((ld_key >> 5) != kPart % 2) return;
+    if constexpr (L::kRowHandoff) {
+      if constexpr (MLAV_WS_NO_COPY == 1 || MLAV_WS_NO_COPY == 2) return;
+      cp_async16(buf + v_dst, lat_src != nullptr ? lat_src + col : pool,
+                 lat_src != nullptr ? 16 : 0);
+    } else {
+      copy16(buf + v_dst, lat_src + col);
+    }
+  };
   enter_tile(0);
+  if constexpr (L::kRowHandoff) {
+    if (src_bytes == 0) lat_src = nullptr;  // the hand-over's form of "past the split"
+  } else {
+    fetch_slot(1);
+  }
   static_for<0, kVStages - 1>([&]<int kP>() {
-    issue.template operator()<kP>(ring + kP * kChunkBytes);
+    issue.template operator()<kP>(ring + kP * kVChunkBytes);
     cp_async_commit();
   });
   int rd = 0;
+  // With the row hand-over the PV warps' loader takes the next tile's rows from the S warps
+  // (read below, after "P full"); otherwise it is the S warps' loader.
+  const __nv_bfloat16* next_row = nullptr;
+  auto no_fetch = [&](int) {};
+  auto enter_row = [&](int) { lat_src = next_row != nullptr ? next_row + ld_unit * 8 : nullptr; };
   auto step = [&]<int kPart>(int tile) -> uint32_t {
-    return ring_step.template operator()<kVStages, kVParts, kBarPv, kPvThreads, kPart>(issue, ring,
-                                                                                       rd, tile);
+    if constexpr (L::kRowHandoff)
+      return ring_step
+          .template operator()<kVStages, kVSteps, kBarPv, kPvThreads, kPart, kVChunkBytes>(
+              issue, no_fetch, enter_row, ring, rd, tile);
+    else
+      return ring_step
+          .template operator()<kVStages, kVSteps, kBarPv, kPvThreads, kPart, kVChunkBytes>(
+              issue, fetch_slot, enter_tile, ring, rd, tile);
   };
   // [chunk][m16 tile][fragment]: rows rh * 32 .. + 31, columns c * 32 + cq * 8 .. + 7.
   float acc[kVParts][2][4];
@@ -600,6 +701,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       for (int ks = 0; ks < 4; ++ks)
         ldmatrix_x4(p_lane + mt * 16 * kKvTile * 2 + (xa0 ^ (ks * 32)), pa[mt][ks][0],
                     pa[mt][ks][1], pa[mt][ks][2], pa[mt][ks][3]);
+    if constexpr (L::kRowHandoff) next_row = kv_row_s[ld_key];
     if (tile + 1 < num_tiles) bar_arrive(kBarEmpty, kThreadsWs);
 #pragma unroll
     for (int c = 0; c < kVParts; ++c)
@@ -610,12 +712,14 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
         acc[c][mt][2] *= pv_scale[mt][1];
         acc[c][mt][3] *= pv_scale[mt][1];
       }
-    static_for<0, kVParts>([&]<int kC>() {
-      const uint32_t buf = step.template operator()<kC>(tile);
+    static_for<0, kVSteps>([&]<int kStep>() {
+      const uint32_t buf = step.template operator()<kStep>(tile);
+      constexpr int kC = kStep / kVHalves;  // the column chunk
 #pragma unroll
-      for (int ks2 = 0; ks2 < 2; ++ks2) {
+      for (int h = 0; h < 2 / kVHalves; ++h) {
+        const int ks2 = kVHalves == 2 ? kStep % 2 : h;  // keys ks2 * 32 .. + 31 of the tile
         uint32_t b0, b1, b2, b3;
-        ldmatrix_x4_trans(buf + vb_lane + ks2 * 32 * kRowBytes, b0, b1, b2, b3);
+        ldmatrix_x4_trans(buf + vb_lane + (kVHalves == 2 ? 0 : h * 32 * kRowBytes), b0, b1, b2, b3);
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt) {
           mma_bf16(acc[kC][mt], pa[mt][ks2 * 2], b0, b1);
@@ -666,14 +770,20 @@ namespace {
 constexpr int kWsS = MLAV_WS_SSTAGES, kWsV = 6 - MLAV_WS_SSTAGES;
 #elif !defined(MLAV_WS_STAGES)
 // The S warps' ring is the critical path (v30 call 6: 3 + 3 936 us on tree32, 4 + 2 765); with
-// P in the S ring's buffers the same bytes give it 6 (cuda/NOTES.md v30, call 11).
-constexpr int kWsS = 6, kWsV = 2;
+// P in the S ring's buffers the same bytes give it 6 (cuda/NOTES.md v30, call 11). The V ring
+// has 2, and the chunks Q leaves to L1 (MLAV_WS_QL1). MLAV_WS_VSTAGES=n (timing-only: past the
+// budget unless Q gives the bytes) sets it.
+#ifdef MLAV_WS_VSTAGES
+constexpr int kWsS = 6, kWsV = MLAV_WS_VSTAGES;
+#else
+constexpr int kWsS = 6, kWsV = (2 + ws::kQL1) * ws::kVHalves;
+#endif
 #else
 constexpr int kWsS = MLAV_WS_STAGES, kWsV = MLAV_WS_STAGES;
 #endif
 constexpr int kWsSmem = ws::Layout<kWsS, kWsV>::kBytes;
 constexpr auto kWsKernel = verify_partial_ws<kWsS, kWsV>;
-#ifndef MLAV_WS_STAGES
+#if !defined(MLAV_WS_STAGES) && !defined(MLAV_WS_VSTAGES)
 static_assert(kWsSmem <= sm120_smem_bytes(kMma2RingWs), "verify_kernel.h's byte count");
 static_assert(kWsSmem <= kSm120SmemLimit, "sm_120 budget");
 #endif
