@@ -61,6 +61,12 @@ constexpr int kVChunkBytes = kVKeys * kCols * 2;  // 4 or 2 KB
 #define MLAV_WS_QL1 2
 #endif
 constexpr int kQL1 = MLAV_WS_QL1;
+// MLAV_WS_SLAT=1: the S warps' loader reads each key's latent row from the hand-over table at
+// every copy instead of holding it in registers across the tile (cuda/NOTES.md v31).
+#ifndef MLAV_WS_SLAT
+#define MLAV_WS_SLAT 0
+#endif
+constexpr bool kSLat = MLAV_WS_SLAT != 0;
 constexpr int kQSmemParts = kLatParts - kQL1;  // Q's chunks in shared memory
 constexpr int kQUnits = kQSmemParts * 4;       // 16-byte units per Q row there
 constexpr int kQRowBytes = kQUnits * 16;       // 1024 - 64 n
@@ -239,8 +245,13 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     }
     // The S warps enter a tile one tile before the PV warps: its rows for them (read after the
     // "P full" of the tile before, rewritten only after their "P empty" of it).
+    // With MLAV_WS_SLAT the S warps' own latent copies read it there too (no lat_src held across
+    // the tile): published to the key's other thread by the warp barrier.
     if constexpr (L::kRowHandoff)
-      if (s_group && tile > 0 && (gt & 1) == 0) kv_row_s[ld_key] = lat_row;
+      if (s_group) {
+        if ((gt & 1) == 0 && (tile > 0 || kSLat)) kv_row_s[ld_key] = lat_row;
+        if constexpr (kSLat) __syncwarp();
+      }
   };
   // The slot of the loader's key in `tile`, read as the loader enters the tile before (its
   // latency hidden by a tile's steps).
@@ -343,8 +354,13 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     // Issues part kPart (0 .. 17) of the loader's tile into buffer `buf`: latent columns
     // kPart * 32 .., or k_pe columns (kPart - 16) * 32 ..; two units per thread.
     auto issue = [&]<int kPart>(uint32_t buf) {
-      const __nv_bfloat16* src =
-          kPart < kLatParts ? lat_src + kPart * kCols : rope_src + (kPart - kLatParts) * kCols;
+      const __nv_bfloat16* src;
+      if constexpr (kPart < kLatParts && L::kRowHandoff && kSLat) {
+        const __nv_bfloat16* row = kv_row_s[ld_key];  // null past the split: src_bytes is 0
+        src = (row != nullptr ? row + ld_unit * 8 : pool) + kPart * kCols;
+      } else {
+        src = kPart < kLatParts ? lat_src + kPart * kCols : rope_src + (kPart - kLatParts) * kCols;
+      }
       copy16(buf + ld_dst, src);
       copy16(buf + (ld_dst ^ 16), src + 8);  // unit ld_unit + 1 (ld_unit even)
     };

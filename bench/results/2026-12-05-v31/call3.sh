@@ -2,16 +2,22 @@
 # v31 call 3: the V ring in half-tile chunks (MLAV_WS_VKEYS=32: 32 keys x 32 columns, 2 KB, so
 # the same 8 KB keep 3 chunks / 6 KB in flight instead of 1 / 4 KB), and the S warps' slot read
 # one tile ahead again (call 2's read one step ahead cost wsh 1-5%). Builds (all with the row
-# hand-over): wsh2 (V ring 2 x 4 KB), wsk32 (4 x 2 KB, in the budget), wsk32v6 (6 x 2 KB, 4 KB
-# past it, timing-only), wsk32q2 (Q's last two chunks from L1, 8 x 2 KB); beside ws0 (v30's
-# final form) and ring 4. cuda_tests on each new build, then two rounds, uniform plan.
+# hand-over): wsh2 (V ring 2 x 4 KB), wsk32 (4 x 2 KB, in the budget), wsk32s (the same with
+# the S warps' latent rows read from the hand-over table, MLAV_WS_SLAT=1: no spills on sm_120a),
+# wsk32v6 (6 x 2 KB, 4 KB past it, timing-only), wsk32q2 (Q's last two chunks from L1,
+# 8 x 2 KB); beside ws0 (v30's final form) and ring 4. cuda_tests on each new build and the
+# CUDA property suite on wsk32s, then two rounds, uniform plan.
 source scripts/device_call_lib.sh 3
-for v in wsk32 wsh2 wsk32q2; do MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_$v; done
+for v in wsk32 wsk32s wsh2 wsk32q2; do MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_$v; done
+MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=ws timeout 200 $B/props_tests_wsk32s \
+  --gtest_filter='Backends/PropertySuite.*/cuda' > $O/props_wsk32s.log 2>&1
+echo "props_tests_wsk32s rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' $O/props_wsk32s.log | head -3 | tr '\n' ' ')"
+grep -E "FAILED .* at case" $O/props_wsk32s.log | head -3
 t tests
 for r in 1 2; do
   MLAV_MMA2_RING=4 run_bench r4_$r mma2 uniform
   MLAV_MMA2_RING=ws run_bench ws0_$r mma2 uniform verify_bench_ws0
-  for v in wsh2 wsk32 wsk32v6 wsk32q2; do MLAV_MMA2_RING=ws run_bench ${v}_$r mma2 uniform verify_bench_$v; done
+  for v in wsh2 wsk32 wsk32s wsk32v6 wsk32q2; do MLAV_MMA2_RING=ws run_bench ${v}_$r mma2 uniform verify_bench_$v; done
 done
 t bench
 finish
