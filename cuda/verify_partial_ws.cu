@@ -1,5 +1,5 @@
 // The warp-specialized sm_120 partial kernel (MLAV_CUDA_KERNEL=mma2 with MLAV_MMA2_RING=ws;
-// cuda/NOTES.md v30). Same block work, same plan, same bits as verify_partial (verify_kernel.cuh);
+// cuda/NOTES.md v30, v31). Same block work, same plan, same bits as verify_partial (verify_kernel.cuh);
 // a different division of the block's threads.
 //
 // Why: on the H200 the 8-warp kernel runs S (shared-memory bound: Q and K operand reads), then
@@ -11,17 +11,22 @@
 //   warpgroups 1-2 (8 "PV warps", 256 threads): O += P V for tile j, O's 64 x 512 fp32.
 // The S warps hold no O and the PV warps no Q, so setmaxnreg moves registers from the first to
 // the others (needs sm_90a / sm_120a). Each group streams its own chunks (K and k_pe for the S
-// warps, V for the PV warps) through its own cp.async ring of 64 keys x 32 columns (4 KB)
-// chunks, synchronised within the group by a named barrier per chunk. The groups meet twice per
-// tile, on named barriers: "P full" (S warps arrive when P and the row factors of tile j are in
-// smem; PV warps wait) and "P empty" (PV warps arrive once P's fragments are in registers; the S
-// warps wait before re-filling P's bytes, or before writing the next P where P has its own).
+// warps, V for the PV warps) through its own cp.async ring of 32-column chunks (S: 64 keys,
+// 4 KB; V: 32 keys, 2 KB, so that 8 KB keep three in flight), synchronised within the group by a
+// named barrier per chunk. The groups meet twice per tile, on named barriers: "P full" (S warps
+// arrive when P and the row factors of tile j are in smem; PV warps wait) and "P empty" (PV
+// warps arrive once P's fragments and the next tile's KV rows are in registers; the S warps wait
+// before re-filling P's bytes, or before writing the next P where P has its own).
 //
-// Shared memory (100,864 bytes, the sm_120 budget): Q's latent columns 64 x 512 bf16 (Q's k_pe
+// Shared memory (101,376 bytes, the sm_120 budget): Q's latent columns 64 x 512 bf16 (Q's k_pe
 // fragments come from global memory into the S warps' registers each tile), the S ring of 6
 // chunks of 4 KB with P (64 x 64 bf16) over its buffers 4-5 (Layout::kPInRing), the V ring of
-// 2, row max / sum exchange, row factors, draft bits. Other splits (MLAV_WS_SSTAGES,
-// MLAV_WS_STAGES) give P its own 8 KB.
+// 4 x 2 KB, row max / sum exchange, row factors, draft bits, and the hand-over table of the next
+// tile's 64 latent-row pointers (the S warps' loader writes it; the PV warps' loader reads it,
+// and so do the S warps' latent copies: two fewer 64-bit pointers held across a tile, which is
+// what keeps the sm_120a object free of spills; cuda/NOTES.md v31). Other splits (MLAV_WS_SSTAGES,
+// MLAV_WS_STAGES) give P its own 8 KB; MLAV_WS_VKEYS=64, MLAV_WS_SLAT=0, MLAV_WS_HANDOFF=0 and
+// MLAV_WS_QL1=2 give v31's other measured forms.
 #include <cuda_runtime.h>
 
 #include "cuda/cuda_check.h"
@@ -47,7 +52,7 @@ constexpr int kVParts = kLatParts;                     // 16 column chunks of V 
 // MLAV_WS_VKEYS=32: the V ring's chunks are 32 keys x 32 columns (2 KB; a column chunk's two key
 // halves in consecutive steps), so the same bytes keep more of them in flight (cuda/NOTES.md v31).
 #ifndef MLAV_WS_VKEYS
-#define MLAV_WS_VKEYS 64
+#define MLAV_WS_VKEYS 32
 #endif
 constexpr int kVKeys = MLAV_WS_VKEYS;
 static_assert(kVKeys == 64 || kVKeys == 32, "a tile's keys or half of them");
@@ -58,15 +63,20 @@ constexpr int kVChunkBytes = kVKeys * kCols * 2;  // 4 or 2 KB
 // A fragments from global memory (L1 after the first tile), as Q's k_pe fragments always were,
 // and the 4 KB each frees go to the V ring (cuda/NOTES.md v31).
 #ifndef MLAV_WS_QL1
-#define MLAV_WS_QL1 2
+#define MLAV_WS_QL1 0
 #endif
 constexpr int kQL1 = MLAV_WS_QL1;
 // MLAV_WS_SLAT=1: the S warps' loader reads each key's latent row from the hand-over table at
 // every copy instead of holding it in registers across the tile (cuda/NOTES.md v31).
 #ifndef MLAV_WS_SLAT
-#define MLAV_WS_SLAT 0
+#define MLAV_WS_SLAT 1
 #endif
 constexpr bool kSLat = MLAV_WS_SLAT != 0;
+// MLAV_WS_HANDOFF=0: the PV warps run their own loader (v30's form; no 512-byte row table).
+#ifndef MLAV_WS_HANDOFF
+#define MLAV_WS_HANDOFF 1
+#endif
+static_assert(MLAV_WS_HANDOFF != 0 || MLAV_WS_SLAT == 0, "MLAV_WS_SLAT reads the hand-over's table");
 constexpr int kQSmemParts = kLatParts - kQL1;  // Q's chunks in shared memory
 constexpr int kQUnits = kQSmemParts * 4;       // 16-byte units per Q row there
 constexpr int kQRowBytes = kQUnits * 16;       // 1024 - 64 n
@@ -93,7 +103,7 @@ static_assert(kQrAt < kLatParts, "loaded before the k_pe chunks");
 // setmaxnreg budgets: 128 x kSRegs + 256 x kPvRegs <= 384 x 168 (the entry budget of 384
 // threads under __launch_bounds__(384, 1)), multiples of 8.
 #ifndef MLAV_WS_SREGS
-#define MLAV_WS_SREGS 128
+#define MLAV_WS_SREGS 136
 #endif
 constexpr int kSRegs = MLAV_WS_SREGS;
 #ifdef MLAV_WS_PVREGS
@@ -125,7 +135,7 @@ struct Layout {
   // With P over the S ring: the latent row of each key of the next tile, from the S warps'
   // loader to the PV warps' ([64] pointers; null past the split), so that the PV warps hold no
   // loader state of their own across a tile (registers, cuda/NOTES.md v31).
-  static constexpr bool kRowHandoff = kPInRing;
+  static constexpr bool kRowHandoff = kPInRing && MLAV_WS_HANDOFF != 0;
   static constexpr int kKvRow = kVis + kRowsPerBlock * 8;
   static constexpr int kBytes = kKvRow + (kRowHandoff ? kKvTile * 8 : 0);
 };
