@@ -77,6 +77,9 @@ constexpr bool kSLat = MLAV_WS_SLAT != 0;
 #define MLAV_WS_HANDOFF 1
 #endif
 static_assert(MLAV_WS_HANDOFF != 0 || MLAV_WS_SLAT == 0, "MLAV_WS_SLAT reads the hand-over's table");
+#if MLAV_WS_SLAT && (defined(MLAV_WS_STAGES) || defined(MLAV_WS_SSTAGES))
+#error "MLAV_WS_SLAT needs the hand-over, which needs P over an S ring of 6: add -DMLAV_WS_SLAT=0"
+#endif
 constexpr int kQSmemParts = kLatParts - kQL1;  // Q's chunks in shared memory
 constexpr int kQUnits = kQSmemParts * 4;       // 16-byte units per Q row there
 constexpr int kQRowBytes = kQUnits * 16;       // 1024 - 64 n
@@ -790,15 +793,18 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 // ---- the variant's instantiation and launcher (declared in cuda/launch.h) ----
 namespace {
 // MLAV_WS_STAGES=n (timing-only, cuda/NOTES.md v30): both rings n chunks deep, past the sm_120
-// budget (the H200 takes up to 227 KB): what bytes in flight buy the design.
+// budget (the H200 takes up to 227 KB): what bytes in flight buy the design. v30's figures for
+// it and for MLAV_WS_SSTAGES were taken with 64-key V chunks: add -DMLAV_WS_VKEYS=64.
 #if defined(MLAV_WS_SSTAGES) && !defined(MLAV_WS_STAGES)
-// The 6 buffers beside P divided otherwise between the rings (kWsS + kWsV == 6).
+// The 6 buffers beside P divided otherwise between the rings (kWsS + kWsV == 6, in 64-key V
+// chunks).
 constexpr int kWsS = MLAV_WS_SSTAGES, kWsV = 6 - MLAV_WS_SSTAGES;
 #elif !defined(MLAV_WS_STAGES)
 // The S warps' ring is the critical path (v30 call 6: 3 + 3 936 us on tree32, 4 + 2 765); with
 // P in the S ring's buffers the same bytes give it 6 (cuda/NOTES.md v30, call 11). The V ring
-// has 2, and the chunks Q leaves to L1 (MLAV_WS_QL1). MLAV_WS_VSTAGES=n (timing-only: past the
-// budget unless Q gives the bytes) sets it.
+// has 8 KB (2 chunks of 64 keys or 4 of 32, MLAV_WS_VKEYS), and the chunks Q leaves to L1
+// (MLAV_WS_QL1). MLAV_WS_VSTAGES=n (timing-only: past the budget unless Q gives the bytes) sets
+// its depth in chunks.
 #ifdef MLAV_WS_VSTAGES
 constexpr int kWsS = 6, kWsV = MLAV_WS_VSTAGES;
 #else

@@ -6,6 +6,14 @@
 # timing-only), wsq4 (4 chunks from L1, V ring 6), ws0 (v30's final form), ring 4.
 # Tests first (cuda_tests, the CUDA property suite, memcheck on the sanitizer set), then two
 # rounds of the benchmark, uniform plan.
+# Built on the workstation (f3bb909's code with the slot read one step ahead) with
+#   LINK=tests/cuda/cuda_tests UNIT=verify_partial_ws scripts/variant_bench.sh NAME \
+#     cuda/verify_partial_ws.cu "FLAGS":
+#   wsh   -DMLAV_WS_QL1=0 -DMLAV_WS_SREGS=136
+#   wsv4  -DMLAV_WS_QL1=0 -DMLAV_WS_SREGS=136 -DMLAV_WS_VSTAGES=4
+#   wsq4  -DMLAV_WS_QL1=4
+#   ws    scripts/device_build.sh's build (the file's default then: QL1=2, S 128)
+#   ws0   .device/verify_bench as staged at 5ee5c59 (v30's final form)
 source scripts/device_call_lib.sh 2
 MLAV_MMA2_RING=ws run_tests mma2
 for v in wsq4 wsh; do MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_$v; done

@@ -8,6 +8,14 @@
 # 8 x 2 KB); beside ws0 (v30's final form) and ring 4. cuda_tests on wsk32s and wsk32 and the
 # CUDA property suite on wsk32s, one round of the benchmark, uniform plan, then the property suite (trimmed to the device time left
 # after failed starts: wsh2 and wsk32q2 were staged but not run).
+# Built on the workstation (aa56adb, the slot read at enter already) with
+#   LINK=tests/cuda/cuda_tests UNIT=verify_partial_ws scripts/variant_bench.sh NAME \
+#     cuda/verify_partial_ws.cu "FLAGS"   (wsk32s also with LINK+=tests/props/props_tests):
+#   wsk32   -DMLAV_WS_QL1=0 -DMLAV_WS_SREGS=136 -DMLAV_WS_VKEYS=32
+#   wsk32s  -DMLAV_WS_QL1=0 -DMLAV_WS_VKEYS=32 -DMLAV_WS_SLAT=1 -DMLAV_WS_SREGS=136  (the default
+#           from 57f6a31 on)
+#   wsk32v6 -DMLAV_WS_QL1=0 -DMLAV_WS_SREGS=136 -DMLAV_WS_VKEYS=32 -DMLAV_WS_VSTAGES=6
+#   ws0     .device/verify_bench as staged at 5ee5c59 (v30's final form)
 source scripts/device_call_lib.sh 3
 for v in wsk32s wsk32; do MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_$v; done
 t tests
