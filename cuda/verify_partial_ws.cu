@@ -1,6 +1,6 @@
 // The warp-specialized sm_120 partial kernel (MLAV_CUDA_KERNEL=mma2 with MLAV_MMA2_RING=ws;
-// cuda/NOTES.md v30, v31). Same block work, same plan, same bits as verify_partial (verify_kernel.cuh);
-// a different division of the block's threads.
+// cuda/NOTES.md v30, v31). Same block work, same plan, same bits as verify_partial
+// (verify_kernel.cuh); a different division of the block's threads.
 //
 // Why: on the H200 the 8-warp kernel runs S (shared-memory bound: Q and K operand reads), then
 // the softmax (no tensor work), then PV (tensor bound), one after the other behind block-wide
@@ -76,7 +76,8 @@ constexpr bool kSLat = MLAV_WS_SLAT != 0;
 #ifndef MLAV_WS_HANDOFF
 #define MLAV_WS_HANDOFF 1
 #endif
-static_assert(MLAV_WS_HANDOFF != 0 || MLAV_WS_SLAT == 0, "MLAV_WS_SLAT reads the hand-over's table");
+static_assert(MLAV_WS_HANDOFF != 0 || MLAV_WS_SLAT == 0,
+              "MLAV_WS_SLAT reads the hand-over's table");
 #if MLAV_WS_SLAT && (defined(MLAV_WS_STAGES) || defined(MLAV_WS_SSTAGES))
 #error "MLAV_WS_SLAT needs the hand-over, which needs P over an S ring of 6: add -DMLAV_WS_SLAT=0"
 #endif
