@@ -176,6 +176,13 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
 #ifndef MLAV_KV_CA
 #define MLAV_KV_CA 0
 #endif
+// MLAV_KV_WHOLE_SECTORS=1 (a variant of the cp.async mma.sync kernels and of the ws kernel's S
+// ring, cuda/NOTES.md v32; the same bits): each warp-wide chunk copy reads whole 32-byte sectors
+// (see the chunk loader); 0 keeps the layout in which two copies share every sector.
+#ifndef MLAV_KV_WHOLE_SECTORS
+#define MLAV_KV_WHOLE_SECTORS 0
+#endif
+static_assert(MLAV_KV_WHOLE_SECTORS == 0 || MLAV_KV_WHOLE_SECTORS == 1, "MLAV_KV_WHOLE_SECTORS: 0 or 1");
 // MLAV_NO_KV_LOAD=1 or 2 (timing-only variants, garbage results; see issue_part): no chunk
 // copies, or no V chunk copies.
 #ifndef MLAV_NO_KV_LOAD
@@ -702,13 +709,17 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
 
   // ---- chunk loader: thread owns key tid / 4 and the 16-byte units (tid % 4) * 2 and + 1 ----
   // (with 128 columns also + 8 and + 9). One key per thread keeps its row pointers in few
-  // registers. The chunk steps of a tile are unrolled at compile time (static_for below), so which
+  // registers. kWholeSectors (MLAV_KV_WHOLE_SECTORS=1, cuda/NOTES.md v32): units tid % 4 and + 4
+  // (+ 8, + 12) instead, so that each warp-wide cp.async reads whole 32-byte sectors (a key's 4
+  // threads: 64 contiguous bytes). With units 2t and 2t + 1 one cp.async takes the first half of
+  // each of a row's four sectors and the next one the second half: every sector requested twice. The chunk steps of a tile are unrolled at compile time (static_for below), so which
   // part of the row a chunk holds, when the loader crosses into the next tile and every
   // shared-memory offset are constants: per chunk the loader does adds and cp.async, no branches.
   // kCopyWarps: copy thread c = tid - kThreads owns key c / 2 and units (c % 2) * 4 .. + 3.
   const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);
   const int ld_key = kCopyWarps ? (tid - kThreads) >> 1 : tid >> 2;
-  const int ld_unit = kCopyWarps ? ((tid - kThreads) & 1) * 4 : (tid & 3) * 2;
+  constexpr bool kWholeSectors = MLAV_KV_WHOLE_SECTORS != 0 && !kCopyWarps && !kTma && kL1Ahead == 0;
+  const int ld_unit = kCopyWarps ? ((tid - kThreads) & 1) * 4 : kWholeSectors ? tid & 3 : (tid & 3) * 2;
   const bool slots_from_indices = !(is_draft && p.draft_source == DraftKvSource::ExtendRows);
   const int64_t index_base = e.kv_begin + (is_draft ? e.prefix_len : 0);
   // Slot ids one tile ahead, so the dependent index load is in flight while a tile streams.
@@ -810,8 +821,10 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   // Destination of this thread's first unit in a chunk buffer (swizzled by key & 7). Its second
   // unit ld_unit + 1 lands at physical unit (ld_unit ^ k7) ^ 1 (ld_unit is even): byte ^ 16.
   // With 128 columns units + 8 and + 9 sit 128 bytes further (the swizzle keeps the group of 8).
+  // kWholeSectors: the second unit is ld_unit + 4 (ld_unit < 4), physical (ld_unit ^ k7) ^ 4.
   const uint32_t ld_dst0 = ld_key * kRowBytes + (ld_unit ^ (ld_key & 7)) * 16;
-  const uint32_t ld_dst1 = ld_dst0 ^ 16;
+  const uint32_t ld_dst1 = ld_dst0 ^ (kWholeSectors ? 64 : 16);
+  constexpr int kSecondUnit = kWholeSectors ? 32 : 8;  // elements from the first unit
   // Issues the chunk holding part `kPart` of the current loader tile into buffer `buf`.
   auto issue_part = [&]<int kPart>(uint32_t buf) {
     constexpr bool rope = CK::template kRopePart<kPart>;
@@ -861,10 +874,10 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
       return;
     }
     copy(buf + ld_dst0, src);
-    copy(buf + ld_dst1, src + 8);
+    copy(buf + ld_dst1, src + kSecondUnit);
     if constexpr (kCols == 128 && !rope) {
       copy(buf + ld_dst0 + 128, src + 64);
-      copy(buf + ld_dst1 + 128, src + 72);
+      copy(buf + ld_dst1 + 128, src + 64 + kSecondUnit);
     }
   };
 

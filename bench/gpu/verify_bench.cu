@@ -53,27 +53,38 @@ double copy_bandwidth_gbs() {
 }
 
 // L2 -> shared-memory gather ceiling: the partial kernels' KV load pattern alone. One CTA per SM
-// (a kernel-sized shared-memory request), kLoaders threads; 8 threads copy one 128-byte run of a
-// key row with 16-byte cp.async.cg, 9 runs per key (576 bf16), into the 128-byte-swizzled tile
-// layout; keys are random slots of a pool that fits in L2 (as every row tile after the first
-// reads its request's KV there); kDepth 64-key tiles in flight. Bytes landed per second.
-template <int kLoaders, int kDepth>
+// (a kernel-sized shared-memory request), kLoaders threads; keys are random slots of a pool that
+// fits in L2 (as every row tile after the first reads its request's KV there), copied with 16-byte
+// cp.async.cg into the 128-byte-swizzled tile layout, 9 runs of 128 bytes per key (576 bf16);
+// kDepth 64-key tiles in flight. Bytes landed per second. kPattern 0: 8 threads copy one 128-byte
+// run, one copy each. kPattern 1 and 2 are the mma.sync kernels' loaders (cuda/NOTES.md v32): a
+// key's 4 threads copy two units each, 2t and 2t + 1 (1: each warp-wide copy takes half of every
+// sector it touches, the next copy the other half) or t and t + 4 (2: whole sectors).
+template <int kLoaders, int kDepth, int kPattern = 0>
 __global__ void __launch_bounds__(kLoaders, 1)
     gather_kernel(const __nv_bfloat16* pool, const int32_t* slots, int tiles) {
   extern __shared__ __align__(1024) unsigned char ring[];
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
-  const int u = threadIdx.x & 7, key0 = threadIdx.x >> 3;
-  constexpr int kKeysPerPass = kLoaders / 8;
-  for (int t = 0; t < tiles; ++t) {
-    const uint32_t buf = base + (t % kDepth) * 64 * 1152;
-    const int32_t* s = slots + (static_cast<int64_t>(blockIdx.x) * tiles + t) * 64;
+  constexpr int kPerKey = kPattern == 0 ? 8 : 4;  // threads per key
+  const int t = threadIdx.x % kPerKey, key0 = threadIdx.x / kPerKey;
+  constexpr int kKeysPerPass = kLoaders / kPerKey;
+  const int u0 = kPattern == 0 ? t : kPattern == 1 ? 2 * t : t;  // first unit
+  constexpr int kNext = kPattern == 1 ? 1 : 4;                    // second unit - first
+  for (int it = 0; it < tiles; ++it) {
+    const uint32_t buf = base + (it % kDepth) * 64 * 1152;
+    const int32_t* s = slots + (static_cast<int64_t>(blockIdx.x) * tiles + it) * 64;
     for (int key = key0; key < 64; key += kKeysPerPass) {
-      const __nv_bfloat16* src = pool + static_cast<int64_t>(s[key]) * 576 + u * 8;
-      const uint32_t dst = buf + key * 128 + ((u ^ (key & 7)) * 16);
+      const __nv_bfloat16* src = pool + static_cast<int64_t>(s[key]) * 576 + u0 * 8;
+      const uint32_t dst = buf + key * 128 + ((u0 ^ (key & 7)) * 16);
+      const uint32_t dst2 = buf + key * 128 + (((u0 + kNext) ^ (key & 7)) * 16);
 #pragma unroll
-      for (int c = 0; c < 9; ++c)
+      for (int c = 0; c < 9; ++c) {
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst + c * 8192),
                      "l"(src + c * 64));
+        if constexpr (kPattern != 0)
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst2 + c * 8192),
+                       "l"(src + c * 64 + kNext * 8));
+      }
     }
     asm volatile("cp.async.commit_group;\n" ::);
     asm volatile("cp.async.wait_group %0;\n" ::"n"(kDepth - 1));
@@ -81,14 +92,14 @@ __global__ void __launch_bounds__(kLoaders, 1)
   asm volatile("cp.async.wait_group 0;\n" ::);
 }
 
-template <int kLoaders, int kDepth>
+template <int kLoaders, int kDepth, int kPattern = 0>
 double gather_gbs(int sms, const __nv_bfloat16* pool, const int32_t* slots, int tiles) {
   const int smem = 227 * 1024;  // one CTA per SM, whatever the ring needs
   static_assert(kDepth * 64 * 1152 <= 227 * 1024, "ring fits");
-  CUDA_CHECK(cudaFuncSetAttribute(gather_kernel<kLoaders, kDepth>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  constexpr auto kernel = gather_kernel<kLoaders, kDepth, kPattern>;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const float ms = median_ms(2, 5, [&](int) {
-    gather_kernel<kLoaders, kDepth><<<sms, kLoaders, smem>>>(pool, slots, tiles);
+    kernel<<<sms, kLoaders, smem>>>(pool, slots, tiles);
     CUDA_CHECK(cudaGetLastError());
   });
   return double(sms) * tiles * 64 * 1152 / (ms * 1e-3) / 1e9;
@@ -113,6 +124,10 @@ void print_gather_ceilings(int sms) {
               "%.0f / %.0f / %.0f, 256 threads depth 2 %.0f\n",
               gather_gbs<128, 1>(sms, pool, slots, tiles), gather_gbs<128, 2>(sms, pool, slots, tiles),
               gather_gbs<128, 3>(sms, pool, slots, tiles), gather_gbs<256, 2>(sms, pool, slots, tiles));
+  std::printf("gather ceiling, the mma.sync loaders' pattern, 256 threads depth 2 (GB/s): units 2t, "
+              "2t + 1 (two copies per sector) %.0f, units t, t + 4 (whole sectors) %.0f\n",
+              gather_gbs<256, 2, 1>(sms, pool, slots, tiles),
+              gather_gbs<256, 2, 2>(sms, pool, slots, tiles));
   CUDA_CHECK(cudaFree(pool));
   CUDA_CHECK(cudaFree(slots));
 }
