@@ -9,12 +9,12 @@
 # ws30w (the same, whole sectors); each variant by
 #   LINK=tests/cuda/cuda_tests UNIT=verify_partial_{s2|ws} scripts/variant_bench.sh NAME \
 #     cuda/verify_partial_{s2|ws}.cu "FLAGS"
-# cuda_tests on each, then two interleaved rounds of the benchmark (uniform plan); the bench's
+# cuda_tests on the three whole-sector builds (the default build's SASS is 17a520c's parent's),
+# then two interleaved rounds of the benchmark (uniform plan); the bench's
 # new gather-ceiling line times the two copy patterns alone.
 source scripts/device_call_lib.sh 1
-run_tests mma2
 MLAV_MMA2_RING=4 run_tests mma2 cuda_tests_r4w
-for v in wsw ws30 ws30w; do MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_$v; done
+for v in wsw ws30w; do MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_$v; done
 t tests
 for r in 1 2; do
   MLAV_MMA2_RING=4 run_bench r4_$r mma2 uniform
