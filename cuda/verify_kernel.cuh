@@ -182,7 +182,8 @@ __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, uint32_
 #ifndef MLAV_KV_WHOLE_SECTORS
 #define MLAV_KV_WHOLE_SECTORS 0
 #endif
-static_assert(MLAV_KV_WHOLE_SECTORS == 0 || MLAV_KV_WHOLE_SECTORS == 1, "MLAV_KV_WHOLE_SECTORS: 0 or 1");
+static_assert(MLAV_KV_WHOLE_SECTORS == 0 || MLAV_KV_WHOLE_SECTORS == 1,
+              "MLAV_KV_WHOLE_SECTORS: 0 or 1");
 // MLAV_NO_KV_LOAD=1 or 2 (timing-only variants, garbage results; see issue_part): no chunk
 // copies, or no V chunk copies.
 #ifndef MLAV_NO_KV_LOAD
@@ -712,14 +713,18 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   // registers. kWholeSectors (MLAV_KV_WHOLE_SECTORS=1, cuda/NOTES.md v32): units tid % 4 and + 4
   // (+ 8, + 12) instead, so that each warp-wide cp.async reads whole 32-byte sectors (a key's 4
   // threads: 64 contiguous bytes). With units 2t and 2t + 1 one cp.async takes the first half of
-  // each of a row's four sectors and the next one the second half: every sector requested twice. The chunk steps of a tile are unrolled at compile time (static_for below), so which
-  // part of the row a chunk holds, when the loader crosses into the next tile and every
-  // shared-memory offset are constants: per chunk the loader does adds and cp.async, no branches.
+  // each of a row's four sectors and the next one the second half: every sector requested twice.
+  // The chunk steps of a tile are unrolled at compile time (static_for below), so which part of
+  // the row a chunk holds, when the loader crosses into the next tile and every shared-memory
+  // offset are constants: per chunk the loader does adds and cp.async, no branches.
   // kCopyWarps: copy thread c = tid - kThreads owns key c / 2 and units (c % 2) * 4 .. + 3.
   const __nv_bfloat16* pool = static_cast<const __nv_bfloat16*>(p.kv_pool);
   const int ld_key = kCopyWarps ? (tid - kThreads) >> 1 : tid >> 2;
-  constexpr bool kWholeSectors = MLAV_KV_WHOLE_SECTORS != 0 && !kCopyWarps && !kTma && kL1Ahead == 0;
-  const int ld_unit = kCopyWarps ? ((tid - kThreads) & 1) * 4 : kWholeSectors ? tid & 3 : (tid & 3) * 2;
+  constexpr bool kWholeSectors =
+      MLAV_KV_WHOLE_SECTORS != 0 && !kCopyWarps && !kTma && kL1Ahead == 0;
+  const int ld_unit = kCopyWarps      ? ((tid - kThreads) & 1) * 4
+                      : kWholeSectors ? tid & 3
+                                      : (tid & 3) * 2;
   const bool slots_from_indices = !(is_draft && p.draft_source == DraftKvSource::ExtendRows);
   const int64_t index_base = e.kv_begin + (is_draft ? e.prefix_len : 0);
   // Slot ids one tile ahead, so the dependent index load is in flight while a tile streams.

@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(kLoaders, 1)
   const int t = threadIdx.x % kPerKey, key0 = threadIdx.x / kPerKey;
   constexpr int kKeysPerPass = kLoaders / kPerKey;
   const int u0 = kPattern == 0 ? t : kPattern == 1 ? 2 * t : t;  // first unit
-  constexpr int kNext = kPattern == 1 ? 1 : 4;                    // second unit - first
+  constexpr int kNext = kPattern == 1 ? 1 : 4;                   // second unit - first
   for (int it = 0; it < tiles; ++it) {
     const uint32_t buf = base + (it % kDepth) * 64 * 1152;
     const int32_t* s = slots + (static_cast<int64_t>(blockIdx.x) * tiles + it) * 64;
@@ -124,10 +124,11 @@ void print_gather_ceilings(int sms) {
               "%.0f / %.0f / %.0f, 256 threads depth 2 %.0f\n",
               gather_gbs<128, 1>(sms, pool, slots, tiles), gather_gbs<128, 2>(sms, pool, slots, tiles),
               gather_gbs<128, 3>(sms, pool, slots, tiles), gather_gbs<256, 2>(sms, pool, slots, tiles));
-  std::printf("gather ceiling, the mma.sync loaders' pattern, 256 threads depth 2 (GB/s): units 2t, "
-              "2t + 1 (two copies per sector) %.0f, units t, t + 4 (whole sectors) %.0f\n",
-              gather_gbs<256, 2, 1>(sms, pool, slots, tiles),
-              gather_gbs<256, 2, 2>(sms, pool, slots, tiles));
+  std::printf(
+      "gather ceiling, the mma.sync loaders' pattern, 256 threads depth 2 (GB/s): units 2t, "
+      "2t + 1 (two copies per sector) %.0f, units t, t + 4 (whole sectors) %.0f\n",
+      gather_gbs<256, 2, 1>(sms, pool, slots, tiles),
+      gather_gbs<256, 2, 2>(sms, pool, slots, tiles));
   CUDA_CHECK(cudaFree(pool));
   CUDA_CHECK(cudaFree(slots));
 }
