@@ -68,22 +68,23 @@ __global__ void __launch_bounds__(kLoaders, 1)
   constexpr int kPerKey = kPattern == 0 ? 8 : 4;  // threads per key
   const int t = threadIdx.x % kPerKey, key0 = threadIdx.x / kPerKey;
   constexpr int kKeysPerPass = kLoaders / kPerKey;
-  const int u0 = kPattern == 0 ? t : kPattern == 1 ? 2 * t : t;  // first unit
-  constexpr int kNext = kPattern == 1 ? 1 : 4;                   // second unit - first
+  const int u0 = kPattern == 1 ? 2 * t : t;     // first unit
+  constexpr int kNext = kPattern == 1 ? 1 : 4;  // second unit - first (kPattern 1, 2)
   for (int it = 0; it < tiles; ++it) {
     const uint32_t buf = base + (it % kDepth) * 64 * 1152;
     const int32_t* s = slots + (static_cast<int64_t>(blockIdx.x) * tiles + it) * 64;
     for (int key = key0; key < 64; key += kKeysPerPass) {
       const __nv_bfloat16* src = pool + static_cast<int64_t>(s[key]) * 576 + u0 * 8;
       const uint32_t dst = buf + key * 128 + ((u0 ^ (key & 7)) * 16);
-      const uint32_t dst2 = buf + key * 128 + (((u0 + kNext) ^ (key & 7)) * 16);
 #pragma unroll
       for (int c = 0; c < 9; ++c) {
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst + c * 8192),
                      "l"(src + c * 64));
-        if constexpr (kPattern != 0)
+        if constexpr (kPattern != 0) {
+          const uint32_t dst2 = buf + key * 128 + (((u0 + kNext) ^ (key & 7)) * 16);
           asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst2 + c * 8192),
                        "l"(src + c * 64 + kNext * 8));
+        }
       }
     }
     asm volatile("cp.async.commit_group;\n" ::);
