@@ -234,8 +234,8 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   // The S warps' two units of a 64-byte chunk row: ld_unit and + 1, or with
   // MLAV_KV_WHOLE_SECTORS ld_unit (0 or 1) and + 2, so that each warp-wide copy reads whole
   // 32-byte sectors (cuda/NOTES.md v32). The PV warps copy one unit per thread (whole sectors).
-  constexpr int kSecondUnit = MLAV_KV_WHOLE_SECTORS != 0 ? 2 : 1;  // S: second unit - first
-  const int ld_unit = s_group ? (gt & 1) * (kSecondUnit == 1 ? 2 : 1) : gt & 3;
+  constexpr int kUnitGap = MLAV_KV_WHOLE_SECTORS != 0 ? 2 : 1;  // S loader: units apart
+  const int ld_unit = s_group ? (gt & 1) * (kUnitGap == 1 ? 2 : 1) : gt & 3;
   auto slot_of = [&](int tile) -> int64_t {
     const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key;
     return (tile < num_tiles && key < key_end) ? p.kv_indices[index_base + key] : 0;
@@ -379,10 +379,10 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       } else {
         src = kPart < kLatParts ? lat_src + kPart * kCols : rope_src + (kPart - kLatParts) * kCols;
       }
-      // unit ld_unit + kSecondUnit: physical (ld_unit ^ s) ^ kSecondUnit (no carry: the two
+      // unit ld_unit + kUnitGap: physical (ld_unit ^ s) ^ kUnitGap (no carry: the two
       // units' bits are disjoint)
       copy16(buf + ld_dst, src);
-      copy16(buf + (ld_dst ^ (kSecondUnit * 16)), src + kSecondUnit * 8);
+      copy16(buf + (ld_dst ^ (kUnitGap * 16)), src + kUnitGap * 8);
     };
     auto skip_issue = [&]<int kPart>(uint32_t) {};
     enter_tile(0);
