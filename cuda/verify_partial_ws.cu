@@ -72,12 +72,33 @@ constexpr int kQL1 = MLAV_WS_QL1;
 #define MLAV_WS_SLAT 1
 #endif
 constexpr bool kSLat = MLAV_WS_SLAT != 0;
+// MLAV_WS_ROW_EARLY=1 (with MLAV_WS_SLAT): an S step reads the key's latent row from the table
+// before its chunk wait and group barrier, not after them, so that the read's latency (~150 of a
+// step's ~1K sampled stalls behind it in v32's profile, cuda/NOTES.md v33) hides under the wait;
+// the step that enters a tile still reads after entering it. 0: v31's form.
+#ifndef MLAV_WS_ROW_EARLY
+#define MLAV_WS_ROW_EARLY 1
+#endif
+static_assert(MLAV_WS_ROW_EARLY == 0 || MLAV_WS_ROW_EARLY == 1, "0 or 1");
+constexpr bool kRowEarly = kSLat && MLAV_WS_ROW_EARLY != 0;
 // MLAV_WS_HANDOFF=0: the PV warps run their own loader (v30's form; no 512-byte row table).
 #ifndef MLAV_WS_HANDOFF
 #define MLAV_WS_HANDOFF 1
 #endif
 static_assert(MLAV_WS_HANDOFF != 0 || MLAV_WS_SLAT == 0,
               "MLAV_WS_SLAT reads the hand-over's table");
+// MLAV_WS_PV_ROW0=1 (with the row hand-over): a PV thread whose key lies past the split copies
+// the tile's first key's row instead of zero-filling (its P is exactly 0 and the row finite
+// wherever the result is: 0 x v adds nothing), and copies nothing for a tile past the last.
+// The step's copy is then one predicated cp.async from a register pair held across the tile,
+// not a select of address and size per step (v32's profile: ~23 instructions per PV step, and
+// the V fragments' ldmatrix waiting on the copy's address registers; cuda/NOTES.md v33).
+#ifndef MLAV_WS_PV_ROW0
+#define MLAV_WS_PV_ROW0 0
+#endif
+static_assert(MLAV_WS_PV_ROW0 == 0 || MLAV_WS_PV_ROW0 == 1, "0 or 1");
+static_assert(MLAV_WS_PV_ROW0 == 0 || MLAV_WS_HANDOFF != 0, "the tile's first row is the table's");
+constexpr bool kPvRow0 = MLAV_WS_PV_ROW0 != 0;
 #if MLAV_WS_SLAT && (defined(MLAV_WS_STAGES) || defined(MLAV_WS_SSTAGES))
 #error "MLAV_WS_SLAT needs the hand-over, which needs P over an S ring of 6: add -DMLAV_WS_SLAT=0"
 #endif
@@ -371,11 +392,20 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     const uint32_t ring = sbase + L::kSRing;
     // Issues part kPart (0 .. 17) of the loader's tile into buffer `buf`: latent columns
     // kPart * 32 .., or k_pe columns (kPart - 16) * 32 ..; two units per thread.
+    // This thread's first unit of its key's latent row, from the hand-over table (null past the
+    // split: src_bytes is 0, any valid address will do).
+    auto table_lat = [&]() -> const __nv_bfloat16* {
+      const __nv_bfloat16* row = kv_row_s[ld_key];
+      return row != nullptr ? row + ld_unit * 8 : pool;
+    };
+    // With kRowEarly: table_lat() as the step read it before its barrier. The table changes only
+    // where this thread's key pair enters a tile (enter_tile, part 0's step), so the read before
+    // the barrier is the read after it for every other part.
+    const __nv_bfloat16* s_lat = pool;
     auto issue = [&]<int kPart>(uint32_t buf) {
       const __nv_bfloat16* src;
       if constexpr (kPart < kLatParts && L::kRowHandoff && kSLat) {
-        const __nv_bfloat16* row = kv_row_s[ld_key];  // null past the split: src_bytes is 0
-        src = (row != nullptr ? row + ld_unit * 8 : pool) + kPart * kCols;
+        src = (kRowEarly && kPart != 0 ? s_lat : table_lat()) + kPart * kCols;
       } else {
         src = kPart < kLatParts ? lat_src + kPart * kCols : rope_src + (kPart - kLatParts) * kCols;
       }
@@ -387,6 +417,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     auto skip_issue = [&]<int kPart>(uint32_t) {};
     enter_tile(0);
     fetch_slot(1);
+    if constexpr (kRowEarly) s_lat = table_lat();
     static_for<0, kSStages - 1>([&]<int kP>() {
       issue.template operator()<kP>(ring + kP * kChunkBytes);
       cp_async_commit();
@@ -398,6 +429,13 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     bar_sync(kBarS, kSThreads);
     int rd = 0;
     auto step = [&]<int kPart>(int tile) -> uint32_t {
+      if constexpr (kRowEarly) {
+        // the latent part this step issues (part 4 too, at step 0), read before the waits; the
+        // last step issues nothing with P over the ring (part 4 waits for step 0)
+        constexpr int ahead_part = (kPart + kSStages - 1) % kSParts;
+        constexpr bool issues = !(L::kPInRing && kPart == kSParts - 1);
+        if constexpr (issues && ahead_part != 0 && ahead_part < kLatParts) s_lat = table_lat();
+      }
       if constexpr (L::kPInRing && kPart == kSParts - 1) {
         // Part 4 of the next tile would go to buffer 4, where P is about to be written: an empty
         // group keeps the count of groups per step, and part 0's step issues it.
@@ -673,8 +711,12 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       if ((ld_key >> 5) != kPart % 2) return;
     if constexpr (L::kRowHandoff) {
       if constexpr (MLAV_WS_NO_COPY == 1 || MLAV_WS_NO_COPY == 2) return;
-      cp_async16(buf + v_dst, lat_src != nullptr ? lat_src + col : pool,
-                 lat_src != nullptr ? 16 : 0);
+      if constexpr (kPvRow0) {
+        if (lat_src != nullptr) cp_async16(buf + v_dst, lat_src + col, 16);
+      } else {
+        cp_async16(buf + v_dst, lat_src != nullptr ? lat_src + col : pool,
+                   lat_src != nullptr ? 16 : 0);
+      }
     } else {
       copy16(buf + v_dst, lat_src + col);
     }
@@ -682,6 +724,15 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   enter_tile(0);
   if constexpr (L::kRowHandoff) {
     if (src_bytes == 0) lat_src = nullptr;  // the hand-over's form of "past the split"
+    if (kPvRow0 && lat_src == nullptr) {
+      // tile 0's first key (the split is not empty, so there is one)
+      const __nv_bfloat16* row0_row =
+          slots_from_indices
+              ? pool + p.kv_layout.latent_index(p.kv_indices[index_base + key_begin])
+              : static_cast<const __nv_bfloat16*>(p.k_extend) +
+                    (e.q_begin + key_begin) * p.k_extend_stride;
+      lat_src = row0_row + ld_unit * 8;
+    }
   } else {
     fetch_slot(1);
   }
@@ -737,7 +788,11 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       for (int ks = 0; ks < 4; ++ks)
         ldmatrix_x4(p_lane + mt * 16 * kKvTile * 2 + (xa0 ^ (ks * 32)), pa[mt][ks][0],
                     pa[mt][ks][1], pa[mt][ks][2], pa[mt][ks][3]);
-    if constexpr (L::kRowHandoff) next_row = kv_row_s[ld_key];
+    if constexpr (L::kRowHandoff) {
+      next_row = kv_row_s[ld_key];
+      // past the split: the tile's first key (null only for a tile past the last)
+      if (kPvRow0 && next_row == nullptr) next_row = kv_row_s[0];
+    }
     if (tile + 1 < num_tiles) bar_arrive(kBarEmpty, kThreadsWs);
 #pragma unroll
     for (int c = 0; c < kVParts; ++c)
