@@ -75,12 +75,20 @@ constexpr bool kSLat = MLAV_WS_SLAT != 0;
 // MLAV_WS_ROW_EARLY=1 (with MLAV_WS_SLAT): an S step reads the key's latent row from the table
 // before its chunk wait and group barrier, not after them, so that the read's latency (~150 of a
 // step's ~1K sampled stalls behind it in v32's profile, cuda/NOTES.md v33) hides under the wait;
-// the step that enters a tile still reads after entering it. 0: v31's form.
+// the step that enters a tile still reads after entering it. 0: v31's form; 2: the step before
+// reads it, after its own issue (the pointer held across a step).
 #ifndef MLAV_WS_ROW_EARLY
 #define MLAV_WS_ROW_EARLY 1
 #endif
-static_assert(MLAV_WS_ROW_EARLY == 0 || MLAV_WS_ROW_EARLY == 1, "0 or 1");
+static_assert(MLAV_WS_ROW_EARLY >= 0 && MLAV_WS_ROW_EARLY <= 2, "0, 1 or 2");
 constexpr bool kRowEarly = kSLat && MLAV_WS_ROW_EARLY != 0;
+// MLAV_WS_LDSM_FIRST=1: an S step reads its chunk's K fragments right after the barrier, before
+// it issues the chunk copy of the step (0: after it, as v30-v32).
+#ifndef MLAV_WS_LDSM_FIRST
+#define MLAV_WS_LDSM_FIRST 0
+#endif
+static_assert(MLAV_WS_LDSM_FIRST == 0 || MLAV_WS_LDSM_FIRST == 1, "0 or 1");
+constexpr bool kLdsmFirst = MLAV_WS_LDSM_FIRST != 0;
 // MLAV_WS_HANDOFF=0: the PV warps run their own loader (v30's form; no 512-byte row table).
 #ifndef MLAV_WS_HANDOFF
 #define MLAV_WS_HANDOFF 1
@@ -139,6 +147,20 @@ constexpr int kPvRegs = (kThreadsWs * 168 - kSThreads * kSRegs) / kPvThreads / 8
 static_assert(kSRegs >= 24 && kSRegs % 8 == 0 && kPvRegs <= 256, "setmaxnreg: 24 .. 256");
 // Named barriers (0: the whole block, at the epilogue).
 constexpr int kBarS = 1, kBarPv = 2, kBarFull = 3, kBarEmpty = 4;
+// MLAV_WS_MBAR=1: the two hand-overs between the groups ("P full", "P empty") are mbarriers
+// (arrive; try_wait.parity), which compute-sanitizer racecheck models, instead of the named
+// barriers 3 and 4 (bar.arrive on one side, bar.sync on the other: racecheck reports every access
+// they order as a hazard; cuda/NOTES.md v32, v33). Phases: "P full" completes once per tile (128
+// S threads arrive), "P empty" once per tile but the last (256 PV threads); tile t waits for
+// parity t & 1 and (t - 1) & 1. Neither side can run a phase ahead of the other's wait: the S
+// warps arrive "P full" of tile t + 1 only after waiting "P empty" of tile t, which the PV warps
+// arrive after waiting "P full" of tile t. Off by default: the PV warps' try_wait costs their
+// sm_120a object 72 bytes of spills (v33; the S side's waits and either side's arrivals none).
+#ifndef MLAV_WS_MBAR
+#define MLAV_WS_MBAR 0
+#endif
+static_assert(MLAV_WS_MBAR == 0 || MLAV_WS_MBAR == 1, "0 or 1");
+constexpr bool kMbar = MLAV_WS_MBAR != 0;
 
 template <int kSStages, int kVStages>
 struct Layout {
@@ -155,14 +177,17 @@ struct Layout {
   static constexpr int kRedMax = kVRing + kVStages * kVChunkBytes;   // [2 halves][64]
   static constexpr int kRedSum = kRedMax + 2 * kRowsPerBlock * 4;    // [2 tiles][2][64]
   static constexpr int kRowScale = kRedSum + 4 * kRowsPerBlock * 4;  // [64]
-  static constexpr int kRowInvL = kRowScale + kRowsPerBlock * 4;     // [64]
-  static constexpr int kVis = kRowInvL + kRowsPerBlock * 4;          // [64] uint64
+  // [64]; with the mbarriers over red_max, which the epilogue no longer reads (the S warps write
+  // 1 / l after the group barrier that follows their last tile's softmax)
+  static constexpr int kRowInvL = kMbar ? kRedMax : kRowScale + kRowsPerBlock * 4;
+  static constexpr int kVis = kRowScale + kRowsPerBlock * 4 * (kMbar ? 1 : 2);  // [64] uint64
   // With P over the S ring: the latent row of each key of the next tile, from the S warps'
   // loader to the PV warps' ([64] pointers; null past the split), so that the PV warps hold no
   // loader state of their own across a tile (registers, cuda/NOTES.md v31).
   static constexpr bool kRowHandoff = kPInRing && MLAV_WS_HANDOFF != 0;
   static constexpr int kKvRow = kVis + kRowsPerBlock * 8;
-  static constexpr int kBytes = kKvRow + (kRowHandoff ? kKvTile * 8 : 0);
+  static constexpr int kMbarOff = kKvRow + (kRowHandoff ? kKvTile * 8 : 0);  // "P full", "P empty"
+  static constexpr int kBytes = kMbarOff + (kMbar ? 16 : 0);
 };
 
 __device__ __forceinline__ void bar_sync(int id, int n) {
@@ -171,6 +196,21 @@ __device__ __forceinline__ void bar_sync(int id, int n) {
 __device__ __forceinline__ void bar_arrive(int id, int n) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
+// mbar_wait (verify_kernel.cuh) as a C++ loop around one try_wait, for the PV warps (as
+// spill-prone as the asm loop on sm_120a: 72 bytes either way, v33).
+__device__ __forceinline__ bool mbar_try(uint32_t bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
 template <int kRegs>
 __device__ __forceinline__ void regs_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
@@ -178,6 +218,16 @@ __device__ __forceinline__ void regs_inc() {
 template <int kRegs>
 __device__ __forceinline__ void regs_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+// Whether S step kStep (of a ring of kSStages) issues a latent part other than a tile's first,
+// whose row the step reads from the hand-over table (kRowEarly: before its waits under
+// MLAV_WS_ROW_EARLY=1, after the step before's issue under 2). With P over the ring the last
+// step issues nothing (part 4 waits for step 0).
+template <int kSStages, int kStep>
+__host__ __device__ constexpr bool reads_table() {
+  constexpr int ahead_part = (kStep + kSStages - 1) % kSParts;
+  constexpr bool issues = !(kSStages == 6 && kStep == kSParts - 1);
+  return issues && ahead_part != 0 && ahead_part < kLatParts;
 }
 // Chunk rows are 64 bytes (4 units): the 8 rows an ldmatrix reads, r0 .. r0 + 7 (r0 % 8 == 0),
 // land in 8 distinct 16-byte bank groups when unit u of row r sits at u ^ ((r >> 1) & 3).
@@ -240,6 +290,14 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
+  const uint32_t bar_full = sbase + L::kMbarOff, bar_empty = bar_full + 8;
+  if constexpr (kMbar) {
+    if (tid == 0) {
+      mbar_init(bar_full, kSThreads);
+      mbar_init(bar_empty, kPvThreads);
+    }
+    __syncthreads();
+  }
   const int frag_row = lane >> 2;       // C fragment row within a 16-row tile (and + 8)
   const int frag_col = (lane & 3) * 2;  // C fragment column pair within an n8 tile
   const int mi = lane >> 3, mr = lane & 7;
@@ -315,13 +373,17 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   // for part kPart's chunk, meets the group (kN threads) on barrier kBar, then issues the chunk
   // kStages - 1 ahead into the buffer the group has just finished with (entering the next tile
   // where that chunk lies there) and returns part kPart's buffer.
+  // `between(buf)` runs after the barrier, before the issue (MLAV_WS_LDSM_FIRST: the S warps'
+  // K fragments of the chunk, so that its reads queue ahead of the copy).
+  auto no_between = [](uint32_t) {};
   auto ring_step = [&]<int kStages, int kParts, int kBar, int kN, int kPart, int kBytes>(
-                       auto& issue, auto& fetch, auto& enter, uint32_t ring, int& rd,
-                       int tile) -> uint32_t {
+                       auto& issue, auto& fetch, auto& enter, uint32_t ring, int& rd, int tile,
+                       auto& between) -> uint32_t {
     MLAV_WT(const unsigned w0 = static_cast<unsigned>(clock());)
     cp_async_wait<kStages - 2>();
     bar_sync(kBar, kN);
     MLAV_WT(wt_wait += static_cast<unsigned>(clock()) - w0;)
+    between(ring + rd * kBytes);
     constexpr int ahead = kPart + kStages - 1;
     constexpr int ahead_part = ahead % kParts;
     if constexpr (ahead_part == 0) {
@@ -428,35 +490,39 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     cp_async_wait<kSStages - 1>();
     bar_sync(kBarS, kSThreads);
     int rd = 0;
-    auto step = [&]<int kPart>(int tile) -> uint32_t {
-      if constexpr (kRowEarly) {
-        // the latent part this step issues (part 4 too, at step 0), read before the waits; the
-        // last step issues nothing with P over the ring (part 4 waits for step 0)
-        constexpr int ahead_part = (kPart + kSStages - 1) % kSParts;
-        constexpr bool issues = !(L::kPInRing && kPart == kSParts - 1);
-        if constexpr (issues && ahead_part != 0 && ahead_part < kLatParts) s_lat = table_lat();
-      }
+    auto step = [&]<int kPart>(int tile, auto& between) -> uint32_t {
+      if constexpr (kRowEarly && MLAV_WS_ROW_EARLY == 1)
+        if constexpr (ws::reads_table<kSStages, kPart>()) s_lat = table_lat();
+      uint32_t buf;
       if constexpr (L::kPInRing && kPart == kSParts - 1) {
         // Part 4 of the next tile would go to buffer 4, where P is about to be written: an empty
         // group keeps the count of groups per step, and part 0's step issues it.
-        return ring_step
-            .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
-                skip_issue, fetch_slot, enter_tile, ring, rd, tile);
+        buf = ring_step
+                  .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
+                      skip_issue, fetch_slot, enter_tile, ring, rd, tile, between);
       } else if constexpr (L::kPInRing && kPart == 0) {
         if (tile > 0) {
           // The ring's buffers 4 and 5 are P's until the PV warps hold it in registers.
-          bar_sync(kBarEmpty, kThreadsWs);
+          if constexpr (kMbar)
+            mbar_wait(bar_empty, (tile - 1) & 1);
+          else
+            bar_sync(kBarEmpty, kThreadsWs);
           issue.template operator()<4>(ring + 4 * kChunkBytes);
           cp_async_commit();
         }
-        return ring_step
-            .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
-                issue, fetch_slot, enter_tile, ring, rd, tile);
+        buf = ring_step
+                  .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
+                      issue, fetch_slot, enter_tile, ring, rd, tile, between);
       } else {
-        return ring_step
-            .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
-                issue, fetch_slot, enter_tile, ring, rd, tile);
+        buf = ring_step
+                  .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
+                      issue, fetch_slot, enter_tile, ring, rd, tile, between);
       }
+      // (the table holds the next step's tile: a step that enters one writes it before issuing)
+      if constexpr (kRowEarly && MLAV_WS_ROW_EARLY == 2)
+        if constexpr (ws::reads_table<kSStages, (kPart + 1) % kSParts>())
+          s_lat = table_lat();
+      return buf;
     };
 
     const uint32_t q_lane0 = sbase + L::kQ + (rq * 32 + (lane & 15)) * kQRowBytes;
@@ -542,7 +608,18 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
           }
         };
         if constexpr (MLAV_WS_HOIST != 0) load_aq();
-        const uint32_t buf = step.template operator()<kPart>(tile);
+        // The chunk's K fragments: [kk][pair], keys pair * 16 .. of the warp's 32, k16 step kk.
+        uint32_t bk[2][2][4];
+        auto load_bk = [&](uint32_t buf) {
+#pragma unroll
+          for (int kk = 0; kk < 2; ++kk)
+#pragma unroll
+            for (int pair = 0; pair < 2; ++pair)
+              ldmatrix_x4(buf + kb_lane + pair * 16 * kRowBytes + ((kk * 32) ^ xk), bk[kk][pair][0],
+                          bk[kk][pair][1], bk[kk][pair][2], bk[kk][pair][3]);
+        };
+        const uint32_t buf = kLdsmFirst ? step.template operator()<kPart>(tile, load_bk)
+                                        : step.template operator()<kPart>(tile, no_between);
         if constexpr (MLAV_WS_HOIST == 0) load_aq();
         if constexpr (kQrAt >= 0 && kPart == kQrAt) load_qr();
 #pragma unroll
@@ -562,8 +639,13 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 #pragma unroll
           for (int pair = 0; pair < 2; ++pair) {
             uint32_t b[4];
-            ldmatrix_x4(buf + kb_lane + pair * 16 * kRowBytes + ((kk * 32) ^ xk), b[0], b[1], b[2],
-                        b[3]);
+            if constexpr (kLdsmFirst) {
+#pragma unroll
+              for (int f = 0; f < 4; ++f) b[f] = bk[kk][pair][f];
+            } else {
+              ldmatrix_x4(buf + kb_lane + pair * 16 * kRowBytes + ((kk * 32) ^ xk), b[0], b[1],
+                          b[2], b[3]);
+            }
 #pragma unroll
             for (int mt = 0; mt < 2; ++mt) {
               mma_bf16(s_acc[mt][pair * 2], a[mt], b[0], b[1]);
@@ -626,7 +708,12 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       // The PV warps hold the previous P and row factors in registers (with P over the S ring
       // this was waited for at step 0 of the tile, before its buffers were re-filled).
       MLAV_WT(const unsigned we0 = static_cast<unsigned>(clock());)
-      if (!L::kPInRing && tile > 0) bar_sync(kBarEmpty, kThreadsWs);
+      if (!L::kPInRing && tile > 0) {
+        if constexpr (kMbar)
+          mbar_wait(bar_empty, (tile - 1) & 1);
+        else
+          bar_sync(kBarEmpty, kThreadsWs);
+      }
       MLAV_WT(wt[3] += static_cast<unsigned>(clock()) - we0;)
       float part_sum[2][2] = {{0.f, 0.f}, {0.f, 0.f}};
 #pragma unroll
@@ -658,7 +745,11 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
           s += __shfl_xor_sync(0xffffffffu, s, 2);
           if ((lane & 3) == 0) sums[rq * 32 + mt * 16 + frag_row + 8 * hr] = s;
         }
-      bar_arrive(kBarFull, kThreadsWs);  // P and the row factors of this tile are in smem
+      // P and the row factors of this tile are in smem
+      if constexpr (kMbar)
+        mbar_arrive(bar_full);
+      else
+        bar_arrive(kBarFull, kThreadsWs);
       MLAV_WT(wt[2] += static_cast<unsigned>(clock()) - ws0;)
     }
 #ifdef MLAV_WS_TRACE
@@ -750,11 +841,11 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     if constexpr (L::kRowHandoff)
       return ring_step
           .template operator()<kVStages, kVSteps, kBarPv, kPvThreads, kPart, kVChunkBytes>(
-              issue, no_fetch, enter_row, ring, rd, tile);
+              issue, no_fetch, enter_row, ring, rd, tile, no_between);
     else
       return ring_step
           .template operator()<kVStages, kVSteps, kBarPv, kPvThreads, kPart, kVChunkBytes>(
-              issue, fetch_slot, enter_tile, ring, rd, tile);
+              issue, fetch_slot, enter_tile, ring, rd, tile, no_between);
   };
   // [chunk][m16 tile][fragment]: rows rh * 32 .. + 31, columns c * 32 + cq * 8 .. + 7.
   float acc[kVParts][2][4];
@@ -773,7 +864,12 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 #pragma unroll 1
   for (int tile = 0; tile < num_tiles; ++tile) {
     MLAV_WT(const unsigned wf0 = static_cast<unsigned>(clock());)
-    bar_sync(kBarFull, kThreadsWs);  // this tile's P and row factors
+    // this tile's P and row factors
+    if constexpr (kMbar) {
+      while (!mbar_try(bar_full, tile & 1)) {
+      }
+    } else
+      bar_sync(kBarFull, kThreadsWs);
     MLAV_WT(wt[2] += static_cast<unsigned>(clock()) - wf0;)
     float pv_scale[2][2];
 #pragma unroll
@@ -793,7 +889,12 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       // past the split: the tile's first key (null only for a tile past the last)
       if (kPvRow0 && next_row == nullptr) next_row = kv_row_s[0];
     }
-    if (tile + 1 < num_tiles) bar_arrive(kBarEmpty, kThreadsWs);
+    if (tile + 1 < num_tiles) {
+      if constexpr (kMbar)
+        mbar_arrive(bar_empty);
+      else
+        bar_arrive(kBarEmpty, kThreadsWs);
+    }
 #pragma unroll
     for (int c = 0; c < kVParts; ++c)
 #pragma unroll
