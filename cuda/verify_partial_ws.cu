@@ -74,9 +74,9 @@ constexpr int kQL1 = MLAV_WS_QL1;
 constexpr bool kSLat = MLAV_WS_SLAT != 0;
 // MLAV_WS_ROW_EARLY=1 (with MLAV_WS_SLAT): an S step reads the key's latent row from the table
 // before its chunk wait and group barrier, not after them, so that the read's latency (~150 of a
-// step's ~1K sampled stalls behind it in v32's profile, cuda/NOTES.md v33) hides under the wait;
-// the step that enters a tile still reads after entering it. 0: v31's form; 2: the step before
-// reads it, after its own issue (the pointer held across a step).
+// step's ~1K sampled stalls behind it in the form before, profiled in cuda/NOTES.md v33) hides
+// under the wait; the step that enters a tile still reads after entering it. 0: v31's form; 2:
+// the step before reads it, after its own issue (the pointer held across a step).
 #ifndef MLAV_WS_ROW_EARLY
 #define MLAV_WS_ROW_EARLY 1
 #endif
@@ -452,8 +452,6 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     };
 
     const uint32_t ring = sbase + L::kSRing;
-    // Issues part kPart (0 .. 17) of the loader's tile into buffer `buf`: latent columns
-    // kPart * 32 .., or k_pe columns (kPart - 16) * 32 ..; two units per thread.
     // This thread's first unit of its key's latent row, from the hand-over table (null past the
     // split: src_bytes is 0, any valid address will do).
     auto table_lat = [&]() -> const __nv_bfloat16* {
@@ -464,6 +462,8 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     // where this thread's key pair enters a tile (enter_tile, part 0's step), so the read before
     // the barrier is the read after it for every other part.
     const __nv_bfloat16* s_lat = pool;
+    // Issues part kPart (0 .. 17) of the loader's tile into buffer `buf`: latent columns
+    // kPart * 32 .., or k_pe columns (kPart - 16) * 32 ..; two units per thread.
     auto issue = [&]<int kPart>(uint32_t buf) {
       const __nv_bfloat16* src;
       if constexpr (kPart < kLatParts && L::kRowHandoff && kSLat) {
