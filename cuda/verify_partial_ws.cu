@@ -82,13 +82,6 @@ constexpr bool kSLat = MLAV_WS_SLAT != 0;
 #endif
 static_assert(MLAV_WS_ROW_EARLY >= 0 && MLAV_WS_ROW_EARLY <= 2, "0, 1 or 2");
 constexpr bool kRowEarly = kSLat && MLAV_WS_ROW_EARLY != 0;
-// MLAV_WS_LDSM_FIRST=1: an S step reads its chunk's K fragments right after the barrier, before
-// it issues the chunk copy of the step (0: after it, as v30-v32).
-#ifndef MLAV_WS_LDSM_FIRST
-#define MLAV_WS_LDSM_FIRST 0
-#endif
-static_assert(MLAV_WS_LDSM_FIRST == 0 || MLAV_WS_LDSM_FIRST == 1, "0 or 1");
-constexpr bool kLdsmFirst = MLAV_WS_LDSM_FIRST != 0;
 // MLAV_WS_HANDOFF=0: the PV warps run their own loader (v30's form; no 512-byte row table).
 #ifndef MLAV_WS_HANDOFF
 #define MLAV_WS_HANDOFF 1
@@ -196,21 +189,6 @@ __device__ __forceinline__ void bar_sync(int id, int n) {
 __device__ __forceinline__ void bar_arrive(int id, int n) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
-// mbar_wait (verify_kernel.cuh) as a C++ loop around one try_wait, for the PV warps (as
-// spill-prone as the asm loop on sm_120a: 72 bytes either way, v33).
-__device__ __forceinline__ bool mbar_try(uint32_t bar, uint32_t parity) {
-  uint32_t ok;
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n"
-      "}\n"
-      : "=r"(ok)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return ok != 0;
-}
 template <int kRegs>
 __device__ __forceinline__ void regs_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
@@ -223,10 +201,10 @@ __device__ __forceinline__ void regs_dec() {
 // whose row the step reads from the hand-over table (kRowEarly: before its waits under
 // MLAV_WS_ROW_EARLY=1, after the step before's issue under 2). With P over the ring the last
 // step issues nothing (part 4 waits for step 0).
-template <int kSStages, int kStep>
+template <int kSStages, bool kPInRing, int kStep>
 __host__ __device__ constexpr bool reads_table() {
   constexpr int ahead_part = (kStep + kSStages - 1) % kSParts;
-  constexpr bool issues = !(kSStages == 6 && kStep == kSParts - 1);
+  constexpr bool issues = !(kPInRing && kStep == kSParts - 1);
   return issues && ahead_part != 0 && ahead_part < kLatParts;
 }
 // Chunk rows are 64 bytes (4 units): the 8 rows an ldmatrix reads, r0 .. r0 + 7 (r0 % 8 == 0),
@@ -323,6 +301,12 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   const __nv_bfloat16* lat_src = pool;   // this thread's first unit of the key's latent row
   const __nv_bfloat16* rope_src = pool;  // and of its k_pe row (the S warps' loader)
   int src_bytes = 0;
+  // The latent row of key `key` (absolute) whose slot is `slot` (k_extend rows are latent-first).
+  auto latent_row = [&](int64_t key, int64_t slot) -> const __nv_bfloat16* {
+    return slots_from_indices ? pool + p.kv_layout.latent_index(slot)
+                              : static_cast<const __nv_bfloat16*>(p.k_extend) +
+                                    (e.q_begin + key) * p.k_extend_stride;
+  };
   auto enter_tile = [&](int tile) {
     const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key;
     const bool ok = tile < num_tiles && key < key_end;
@@ -331,12 +315,11 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     if (!ok) {
       lat_src = rope_src = pool;  // never read (src-size 0), but a valid address
     } else if (!slots_from_indices) {
-      lat_row =
-          static_cast<const __nv_bfloat16*>(p.k_extend) + (e.q_begin + key) * p.k_extend_stride;
-      lat_src = lat_row + ld_unit * 8;  // k_extend rows are latent-first
+      lat_row = latent_row(key, 0);
+      lat_src = lat_row + ld_unit * 8;
       rope_src = lat_row + kLatentDim + ld_unit * 8;
     } else {
-      lat_row = pool + p.kv_layout.latent_index(next_slot);
+      lat_row = latent_row(key, next_slot);
       lat_src = lat_row + ld_unit * 8;
       rope_src = pool + p.kv_layout.rope_index(next_slot) + ld_unit * 8;
     }
@@ -373,17 +356,13 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   // for part kPart's chunk, meets the group (kN threads) on barrier kBar, then issues the chunk
   // kStages - 1 ahead into the buffer the group has just finished with (entering the next tile
   // where that chunk lies there) and returns part kPart's buffer.
-  // `between(buf)` runs after the barrier, before the issue (MLAV_WS_LDSM_FIRST: the S warps'
-  // K fragments of the chunk, so that its reads queue ahead of the copy).
-  auto no_between = [](uint32_t) {};
   auto ring_step = [&]<int kStages, int kParts, int kBar, int kN, int kPart, int kBytes>(
-                       auto& issue, auto& fetch, auto& enter, uint32_t ring, int& rd, int tile,
-                       auto& between) -> uint32_t {
+                       auto& issue, auto& fetch, auto& enter, uint32_t ring, int& rd,
+                       int tile) -> uint32_t {
     MLAV_WT(const unsigned w0 = static_cast<unsigned>(clock());)
     cp_async_wait<kStages - 2>();
     bar_sync(kBar, kN);
     MLAV_WT(wt_wait += static_cast<unsigned>(clock()) - w0;)
-    between(ring + rd * kBytes);
     constexpr int ahead = kPart + kStages - 1;
     constexpr int ahead_part = ahead % kParts;
     if constexpr (ahead_part == 0) {
@@ -490,16 +469,16 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     cp_async_wait<kSStages - 1>();
     bar_sync(kBarS, kSThreads);
     int rd = 0;
-    auto step = [&]<int kPart>(int tile, auto& between) -> uint32_t {
+    auto step = [&]<int kPart>(int tile) -> uint32_t {
       if constexpr (kRowEarly && MLAV_WS_ROW_EARLY == 1)
-        if constexpr (ws::reads_table<kSStages, kPart>()) s_lat = table_lat();
+        if constexpr (ws::reads_table<kSStages, L::kPInRing, kPart>()) s_lat = table_lat();
       uint32_t buf;
       if constexpr (L::kPInRing && kPart == kSParts - 1) {
         // Part 4 of the next tile would go to buffer 4, where P is about to be written: an empty
         // group keeps the count of groups per step, and part 0's step issues it.
         buf = ring_step
                   .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
-                      skip_issue, fetch_slot, enter_tile, ring, rd, tile, between);
+                      skip_issue, fetch_slot, enter_tile, ring, rd, tile);
       } else if constexpr (L::kPInRing && kPart == 0) {
         if (tile > 0) {
           // The ring's buffers 4 and 5 are P's until the PV warps hold it in registers.
@@ -512,15 +491,15 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
         }
         buf = ring_step
                   .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
-                      issue, fetch_slot, enter_tile, ring, rd, tile, between);
+                      issue, fetch_slot, enter_tile, ring, rd, tile);
       } else {
         buf = ring_step
                   .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
-                      issue, fetch_slot, enter_tile, ring, rd, tile, between);
+                      issue, fetch_slot, enter_tile, ring, rd, tile);
       }
       // (the table holds the next step's tile: a step that enters one writes it before issuing)
       if constexpr (kRowEarly && MLAV_WS_ROW_EARLY == 2)
-        if constexpr (ws::reads_table<kSStages, (kPart + 1) % kSParts>())
+        if constexpr (ws::reads_table<kSStages, L::kPInRing, (kPart + 1) % kSParts>())
           s_lat = table_lat();
       return buf;
     };
@@ -608,18 +587,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
           }
         };
         if constexpr (MLAV_WS_HOIST != 0) load_aq();
-        // The chunk's K fragments: [kk][pair], keys pair * 16 .. of the warp's 32, k16 step kk.
-        uint32_t bk[2][2][4];
-        auto load_bk = [&](uint32_t buf) {
-#pragma unroll
-          for (int kk = 0; kk < 2; ++kk)
-#pragma unroll
-            for (int pair = 0; pair < 2; ++pair)
-              ldmatrix_x4(buf + kb_lane + pair * 16 * kRowBytes + ((kk * 32) ^ xk), bk[kk][pair][0],
-                          bk[kk][pair][1], bk[kk][pair][2], bk[kk][pair][3]);
-        };
-        const uint32_t buf = kLdsmFirst ? step.template operator()<kPart>(tile, load_bk)
-                                        : step.template operator()<kPart>(tile, no_between);
+        const uint32_t buf = step.template operator()<kPart>(tile);
         if constexpr (MLAV_WS_HOIST == 0) load_aq();
         if constexpr (kQrAt >= 0 && kPart == kQrAt) load_qr();
 #pragma unroll
@@ -639,13 +607,8 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 #pragma unroll
           for (int pair = 0; pair < 2; ++pair) {
             uint32_t b[4];
-            if constexpr (kLdsmFirst) {
-#pragma unroll
-              for (int f = 0; f < 4; ++f) b[f] = bk[kk][pair][f];
-            } else {
-              ldmatrix_x4(buf + kb_lane + pair * 16 * kRowBytes + ((kk * 32) ^ xk), b[0], b[1],
-                          b[2], b[3]);
-            }
+            ldmatrix_x4(buf + kb_lane + pair * 16 * kRowBytes + ((kk * 32) ^ xk), b[0], b[1], b[2],
+                        b[3]);
 #pragma unroll
             for (int mt = 0; mt < 2; ++mt) {
               mma_bf16(s_acc[mt][pair * 2], a[mt], b[0], b[1]);
@@ -817,12 +780,8 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     if (src_bytes == 0) lat_src = nullptr;  // the hand-over's form of "past the split"
     if (kPvRow0 && lat_src == nullptr) {
       // tile 0's first key (the split is not empty, so there is one)
-      const __nv_bfloat16* row0_row =
-          slots_from_indices
-              ? pool + p.kv_layout.latent_index(p.kv_indices[index_base + key_begin])
-              : static_cast<const __nv_bfloat16*>(p.k_extend) +
-                    (e.q_begin + key_begin) * p.k_extend_stride;
-      lat_src = row0_row + ld_unit * 8;
+      const int64_t slot0 = slots_from_indices ? p.kv_indices[index_base + key_begin] : 0;
+      lat_src = latent_row(key_begin, slot0) + ld_unit * 8;
     }
   } else {
     fetch_slot(1);
@@ -841,11 +800,11 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     if constexpr (L::kRowHandoff)
       return ring_step
           .template operator()<kVStages, kVSteps, kBarPv, kPvThreads, kPart, kVChunkBytes>(
-              issue, no_fetch, enter_row, ring, rd, tile, no_between);
+              issue, no_fetch, enter_row, ring, rd, tile);
     else
       return ring_step
           .template operator()<kVStages, kVSteps, kBarPv, kPvThreads, kPart, kVChunkBytes>(
-              issue, fetch_slot, enter_tile, ring, rd, tile, no_between);
+              issue, fetch_slot, enter_tile, ring, rd, tile);
   };
   // [chunk][m16 tile][fragment]: rows rh * 32 .. + 31, columns c * 32 + cq * 8 .. + 7.
   float acc[kVParts][2][4];
@@ -865,10 +824,9 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   for (int tile = 0; tile < num_tiles; ++tile) {
     MLAV_WT(const unsigned wf0 = static_cast<unsigned>(clock());)
     // this tile's P and row factors
-    if constexpr (kMbar) {
-      while (!mbar_try(bar_full, tile & 1)) {
-      }
-    } else
+    if constexpr (kMbar)
+      mbar_wait(bar_full, tile & 1);
+    else
       bar_sync(kBarFull, kThreadsWs);
     MLAV_WT(wt[2] += static_cast<unsigned>(clock()) - wf0;)
     float pv_scale[2][2];
