@@ -31,6 +31,7 @@
 
 #include "cuda/cuda_check.h"
 #include "cuda/verify_kernel.cuh"
+#include "cuda/ws_ring.h"
 
 #ifdef MLAV_WS_TRACE
 #include <cstdio>
@@ -126,6 +127,16 @@ constexpr int kQrAt = MLAV_WS_QR_AT;
 // kQrAt < 0: each k_pe chunk's fragments are loaded at its own step, as the latent chunks'
 // (MLAV_WS_QL1): 16 registers at a time instead of 32 over five steps.
 static_assert(kQrAt < kLatParts, "loaded before the k_pe chunks");
+// MLAV_WS_SPAIR=1: the S warps meet once per two chunks (9 group barriers per tile instead of
+// 18): a step waits for parts k and k + 1, meets, issues parts k + 4 and k + 5 into the buffers of
+// parts k - 2 and k - 1, and computes both chunks (32 mma per warp), so the K fragments of the
+// second chunk load under the first chunk's mma. The ring keeps 4 chunks in flight behind the
+// two it computes, instead of 5 behind one (cuda/NOTES.md v34).
+#ifndef MLAV_WS_SPAIR
+#define MLAV_WS_SPAIR 0
+#endif
+static_assert(MLAV_WS_SPAIR == 0 || MLAV_WS_SPAIR == 1, "0 or 1");
+constexpr bool kSPair = MLAV_WS_SPAIR != 0;
 // setmaxnreg budgets: 128 x kSRegs + 256 x kPvRegs <= 384 x 168 (the entry budget of 384
 // threads under __launch_bounds__(384, 1)), multiples of 8.
 #ifndef MLAV_WS_SREGS
@@ -154,14 +165,38 @@ constexpr int kBarS = 1, kBarPv = 2, kBarFull = 3, kBarEmpty = 4;
 #endif
 static_assert(MLAV_WS_MBAR == 0 || MLAV_WS_MBAR == 1, "0 or 1");
 constexpr bool kMbar = MLAV_WS_MBAR != 0;
+// MLAV_WS_SYNC2=1: the named-barrier hand-overs with bar.sync on both sides (the arriving side
+// waits too), the pattern racecheck follows (v30's probe: 0 hazards with bar.sync, 4 with
+// bar.arrive). What it costs: the S warps start the next tile's preamble (draft bits, Q's first
+// fragments) only once the PV warps reach "P full", and the PV warps leave "P empty" only once
+// the S warps reach it at their next step 0; neither side waits on a memory poll (cuda/NOTES.md
+// v34).
+#ifndef MLAV_WS_SYNC2
+#define MLAV_WS_SYNC2 0
+#endif
+static_assert(MLAV_WS_SYNC2 == 0 || (MLAV_WS_SYNC2 == 1 && !kMbar), "0, or 1 without MBAR");
 
+// The S ring's and the V ring's schedules (cuda/ws_ring.h): the S ring one part per step, or two
+// under MLAV_WS_SPAIR.
+template <int kSStages>
+__host__ __device__ constexpr ws_ring::Ring s_ring() {
+  return {kSStages, kSParts, kSPair ? 2 : 1, kSStages == 6};
+}
+template <int kVStages>
+__host__ __device__ constexpr ws_ring::Ring v_ring() {
+  return {kVStages, kVSteps, 1, false};
+}
+static_assert(kLatParts == ws_ring::kLatParts &&
+                  s_ring<6>() == (kSPair ? ws_ring::kSRingPairs : ws_ring::kSRing) &&
+                  (MLAV_WS_VKEYS != 32 || v_ring<4>() == ws_ring::kVRing),
+              "the rings tests/cuda/test_ws_ring.cpp runs");
 template <int kSStages, int kVStages>
 struct Layout {
   // kPInRing (an S ring of 6: 18 parts per tile, so part k is always in buffer k % 6): P has no
   // buffer of its own but lies over the S ring's buffers 4 and 5, which hold the tile's two k_pe
   // chunks (parts 16, 17) when the softmax writes P; the ring keeps them free until the PV warps
   // have P in registers (the S warps' step 0 of the next tile).
-  static constexpr bool kPInRing = kSStages == 6;
+  static constexpr bool kPInRing = s_ring<kSStages>().p_in_ring;
   static constexpr int kQ = 0;
   static constexpr int kPOwn = kPInRing ? 0 : kRowsPerBlock * kKvTile * 2;  // P's own bytes
   static constexpr int kSRing = kQ + kRowsPerBlock * kQRowBytes + kPOwn;
@@ -189,6 +224,13 @@ __device__ __forceinline__ void bar_sync(int id, int n) {
 __device__ __forceinline__ void bar_arrive(int id, int n) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
+// The arriving side of a hand-over (MLAV_WS_SYNC2: it waits as well).
+__device__ __forceinline__ void handover_arrive(int id, int n) {
+  if constexpr (MLAV_WS_SYNC2 != 0)
+    bar_sync(id, n);
+  else
+    bar_arrive(id, n);
+}
 template <int kRegs>
 __device__ __forceinline__ void regs_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
@@ -196,16 +238,6 @@ __device__ __forceinline__ void regs_inc() {
 template <int kRegs>
 __device__ __forceinline__ void regs_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
-}
-// Whether S step kStep (of a ring of kSStages) issues a latent part other than a tile's first,
-// whose row the step reads from the hand-over table (kRowEarly: before its waits under
-// MLAV_WS_ROW_EARLY=1, after the step before's issue under 2). With P over the ring the last
-// step issues nothing (part 4 waits for step 0).
-template <int kSStages, bool kPInRing, int kStep>
-__host__ __device__ constexpr bool reads_table() {
-  constexpr int ahead_part = (kStep + kSStages - 1) % kSParts;
-  constexpr bool issues = !(kPInRing && kStep == kSParts - 1);
-  return issues && ahead_part != 0 && ahead_part < kLatParts;
 }
 // Chunk rows are 64 bytes (4 units): the 8 rows an ldmatrix reads, r0 .. r0 + 7 (r0 % 8 == 0),
 // land in 8 distinct 16-byte bank groups when unit u of row r sits at u ^ ((r >> 1) & 3).
@@ -352,28 +384,34 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   };
   // (trace builds: this thread's chunk-step waits)
   MLAV_WT(unsigned wt_wait = 0;)
-  // One chunk step of a group's ring of kStages buffers at `ring` (kParts chunks per tile): waits
-  // for part kPart's chunk, meets the group (kN threads) on barrier kBar, then issues the chunk
-  // kStages - 1 ahead into the buffer the group has just finished with (entering the next tile
-  // where that chunk lies there) and returns part kPart's buffer.
-  auto ring_step = [&]<int kStages, int kParts, int kBar, int kN, int kPart, int kBytes>(
-                       auto& issue, auto& fetch, auto& enter, uint32_t ring, int& rd,
-                       int tile) -> uint32_t {
+  // One chunk step of a group's ring of kStages buffers at `ring` (kParts chunks per tile, kWidth
+  // parts per step; the arithmetic is cuda/ws_ring.h's): waits for parts kPart .. kPart +
+  // kWidth - 1, meets the group (kN threads) on barrier kBar, then issues the kWidth chunks
+  // ws_ring::ahead past them into the buffers the group has just finished with (entering the next
+  // tile where a chunk lies there) and returns part kPart's buffer (the step's next part is in
+  // the buffer after it).
+  auto ring_step =
+      [&]<int kStages, int kParts, int kWidth, int kBar, int kN, int kPart, int kBytes>(
+          auto& issue, auto& fetch, auto& enter, uint32_t ring, int& rd, int tile) -> uint32_t {
+    constexpr ws_ring::Ring kR{kStages, kParts, kWidth, false};
+    static_assert(kParts % kWidth == 0 && kPart % kWidth == 0 && kStages % kWidth == 0);
     MLAV_WT(const unsigned w0 = static_cast<unsigned>(clock());)
-    cp_async_wait<kStages - 2>();
+    cp_async_wait<ws_ring::pending(kR)>();
     bar_sync(kBar, kN);
     MLAV_WT(wt_wait += static_cast<unsigned>(clock()) - w0;)
-    constexpr int ahead = kPart + kStages - 1;
-    constexpr int ahead_part = ahead % kParts;
-    if constexpr (ahead_part == 0) {
-      enter(tile + ahead / kParts);
-      fetch(tile + ahead / kParts + 1);
-    }
-    const int wr = rd == 0 ? kStages - 1 : rd - 1;
-    issue.template operator()<ahead_part>(ring + wr * kBytes);
-    cp_async_commit();
+    static_for<0, kWidth>([&]<int kI>() {
+      constexpr int ahead_part = ws_ring::issue_part(kR, kPart, kI);
+      if constexpr (ahead_part == 0) {
+        enter(tile + ws_ring::issue_tiles_ahead(kR, kPart, kI));
+        fetch(tile + ws_ring::issue_tiles_ahead(kR, kPart, kI) + 1);
+      }
+      // the buffer of the part kWidth before part kPart + kI (rd: part kPart's)
+      const int wr = rd == 0 ? kStages - kWidth + kI : rd - kWidth + kI;
+      issue.template operator()<ahead_part>(ring + wr * kBytes);
+      cp_async_commit();
+    });
     const uint32_t buf = ring + rd * kBytes;
-    rd = rd + 1 == kStages ? 0 : rd + 1;
+    rd = rd + kWidth == kStages ? 0 : rd + kWidth;
     return buf;
   };
 
@@ -446,7 +484,13 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     auto issue = [&]<int kPart>(uint32_t buf) {
       const __nv_bfloat16* src;
       if constexpr (kPart < kLatParts && L::kRowHandoff && kSLat) {
-        src = (kRowEarly && kPart != 0 ? s_lat : table_lat()) + kPart * kCols;
+        if constexpr (kSPair && kRowEarly && kPart == 0) {
+          // the step's second part (1) follows it in the same step, after this entry
+          s_lat = table_lat();
+          src = s_lat;
+        } else {
+          src = (kRowEarly && kPart != 0 ? s_lat : table_lat()) + kPart * kCols;
+        }
       } else {
         src = kPart < kLatParts ? lat_src + kPart * kCols : rope_src + (kPart - kLatParts) * kCols;
       }
@@ -456,52 +500,67 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       copy16(buf + (ld_dst ^ (kUnitGap * 16)), src + kUnitGap * 8);
     };
     auto skip_issue = [&]<int kPart>(uint32_t) {};
+    // The S ring's schedule (tests/cuda/test_ws_ring.cpp runs it).
+    constexpr ws_ring::Ring kSR = ws::s_ring<kSStages>();
+    static_assert(!L::kPInRing || (ws_ring::p_ring_ok(kSR) && ws_ring::p_buffer(kSR) == 4 &&
+                                   L::kP == L::kSRing + 4 * kChunkBytes),
+                  "P over the buffers of the tile's last two parts");
+    static_assert(!kSPair || L::kPInRing, "pairs: the ring of 6 with P in it");
+    static_assert(!kSPair || MLAV_WS_ROW_EARLY != 2, "pairs read the table before each step");
     enter_tile(0);
     fetch_slot(1);
     if constexpr (kRowEarly) s_lat = table_lat();
-    static_for<0, kSStages - 1>([&]<int kP>() {
+    static_for<0, ws_ring::ahead(kSR)>([&]<int kP>() {
       issue.template operator()<kP>(ring + kP * kChunkBytes);
       cp_async_commit();
     });
     // Q (the oldest group) landed and published to every S warp: the hoisted Q fragments of a
     // step are read before that step's barrier, so the first step's barrier cannot publish Q
     // (call 8: the property suite and racecheck caught tile 0's first fragments racing Q's copies).
-    cp_async_wait<kSStages - 1>();
+    cp_async_wait<ws_ring::ahead(kSR)>();
     bar_sync(kBarS, kSThreads);
     int rd = 0;
+    uint32_t step_buf = 0;  // the step's first buffer (its second part's is the next)
     auto step = [&]<int kPart>(int tile) -> uint32_t {
-      if constexpr (kRowEarly && MLAV_WS_ROW_EARLY == 1)
-        if constexpr (ws::reads_table<kSStages, L::kPInRing, kPart>()) s_lat = table_lat();
-      uint32_t buf;
-      if constexpr (L::kPInRing && kPart == kSParts - 1) {
-        // Part 4 of the next tile would go to buffer 4, where P is about to be written: an empty
-        // group keeps the count of groups per step, and part 0's step issues it.
-        buf = ring_step
-                  .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
-                      skip_issue, fetch_slot, enter_tile, ring, rd, tile);
-      } else if constexpr (L::kPInRing && kPart == 0) {
-        if (tile > 0) {
-          // The ring's buffers 4 and 5 are P's until the PV warps hold it in registers.
-          if constexpr (kMbar)
-            mbar_wait(bar_empty, (tile - 1) & 1);
-          else
-            bar_sync(kBarEmpty, kThreadsWs);
-          issue.template operator()<4>(ring + 4 * kChunkBytes);
-          cp_async_commit();
-        }
-        buf = ring_step
-                  .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
-                      issue, fetch_slot, enter_tile, ring, rd, tile);
+      constexpr ws_ring::Ring kR = ws::s_ring<kSStages>();
+      if constexpr (kPart % kR.width != 0) {
+        return step_buf + kChunkBytes;
       } else {
-        buf = ring_step
-                  .template operator()<kSStages, kSParts, kBarS, kSThreads, kPart, kChunkBytes>(
-                      issue, fetch_slot, enter_tile, ring, rd, tile);
+        if constexpr (kRowEarly && MLAV_WS_ROW_EARLY == 1)
+          if constexpr (kR.width == 2 || ws_ring::reads_table(kR, kPart, kLatParts))
+            s_lat = table_lat();
+        if constexpr (ws_ring::waits_p_empty(kR, kPart)) {
+          if (tile > 0) {
+            // P's buffers are P's until the PV warps hold it in registers.
+            if constexpr (kMbar)
+              mbar_wait(bar_empty, (tile - 1) & 1);
+            else
+              bar_sync(kBarEmpty, kThreadsWs);
+            if constexpr (kR.width == 1) {
+              // the part the tile's last step left out (the ring step below issues the next)
+              issue.template operator()<ws_ring::deferred_part(kR)>(ring + ws_ring::p_buffer(kR) *
+                                                                               kChunkBytes);
+              cp_async_commit();
+            }
+          }
+        }
+        if constexpr (ws_ring::skips_issue(kR, kPart)) {
+          // The part after would go to P's first buffer, where P is about to be written: an
+          // empty group keeps the count of groups per step, and step 0 issues it.
+          step_buf = ring_step.template
+                     operator()<kSStages, kSParts, kR.width, kBarS, kSThreads, kPart, kChunkBytes>(
+                         skip_issue, fetch_slot, enter_tile, ring, rd, tile);
+        } else {
+          step_buf = ring_step.template
+                     operator()<kSStages, kSParts, kR.width, kBarS, kSThreads, kPart, kChunkBytes>(
+                         issue, fetch_slot, enter_tile, ring, rd, tile);
+        }
+        // (the table holds the next step's tile: a step that enters one writes it before issuing)
+        if constexpr (kRowEarly && MLAV_WS_ROW_EARLY == 2)
+          if constexpr (ws_ring::reads_table(kR, (kPart + 1) % kSParts, kLatParts))
+            s_lat = table_lat();
+        return step_buf;
       }
-      // (the table holds the next step's tile: a step that enters one writes it before issuing)
-      if constexpr (kRowEarly && MLAV_WS_ROW_EARLY == 2)
-        if constexpr (ws::reads_table<kSStages, L::kPInRing, (kPart + 1) % kSParts>())
-          s_lat = table_lat();
-      return buf;
     };
 
     const uint32_t q_lane0 = sbase + L::kQ + (rq * 32 + (lane & 15)) * kQRowBytes;
@@ -534,7 +593,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     for (int tile = 0; tile < num_tiles; ++tile) {
       const int64_t tile_key0 = key_begin + static_cast<int64_t>(tile) * kKvTile;
       // Draft visibility words, one per row (bit k: the row's node sees node tile_key0 + k), two
-      // threads per row; read after the S pass, 18 group barriers later.
+      // threads per row; read after the S pass, its group barriers later.
       if (is_draft) {
         const int r = tid >> 1, hk = tid & 1;
         const int64_t row = row0 + r;
@@ -712,7 +771,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       if constexpr (kMbar)
         mbar_arrive(bar_full);
       else
-        bar_arrive(kBarFull, kThreadsWs);
+        handover_arrive(kBarFull, kThreadsWs);
       MLAV_WT(wt[2] += static_cast<unsigned>(clock()) - ws0;)
     }
 #ifdef MLAV_WS_TRACE
@@ -786,7 +845,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   } else {
     fetch_slot(1);
   }
-  static_for<0, kVStages - 1>([&]<int kP>() {
+  static_for<0, ws_ring::ahead(ws::v_ring<kVStages>())>([&]<int kP>() {
     issue.template operator()<kP>(ring + kP * kVChunkBytes);
     cp_async_commit();
   });
@@ -799,11 +858,11 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   auto step = [&]<int kPart>(int tile) -> uint32_t {
     if constexpr (L::kRowHandoff)
       return ring_step
-          .template operator()<kVStages, kVSteps, kBarPv, kPvThreads, kPart, kVChunkBytes>(
+          .template operator()<kVStages, kVSteps, 1, kBarPv, kPvThreads, kPart, kVChunkBytes>(
               issue, no_fetch, enter_row, ring, rd, tile);
     else
       return ring_step
-          .template operator()<kVStages, kVSteps, kBarPv, kPvThreads, kPart, kVChunkBytes>(
+          .template operator()<kVStages, kVSteps, 1, kBarPv, kPvThreads, kPart, kVChunkBytes>(
               issue, fetch_slot, enter_tile, ring, rd, tile);
   };
   // [chunk][m16 tile][fragment]: rows rh * 32 .. + 31, columns c * 32 + cq * 8 .. + 7.
@@ -851,7 +910,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       if constexpr (kMbar)
         mbar_arrive(bar_empty);
       else
-        bar_arrive(kBarEmpty, kThreadsWs);
+        handover_arrive(kBarEmpty, kThreadsWs);
     }
 #pragma unroll
     for (int c = 0; c < kVParts; ++c)
