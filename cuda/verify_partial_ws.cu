@@ -124,6 +124,13 @@ constexpr int kQrAt = MLAV_WS_QR_AT;
 #ifndef MLAV_WS_NO_COPY
 #define MLAV_WS_NO_COPY 0
 #endif
+// MLAV_WS_NO_SOFTMAX=1 (timing-only, garbage results): the S warps skip the softmax (masking,
+// the row max exchange and its barrier, exp2, the row sums) and store their raw scores as P with
+// unit row factors, so a tile's S warps run their steps, P's stores and the hand-overs only: what
+// the softmax costs the critical path end to end (cuda/NOTES.md v34).
+#ifndef MLAV_WS_NO_SOFTMAX
+#define MLAV_WS_NO_SOFTMAX 0
+#endif
 // kQrAt < 0: each k_pe chunk's fragments are loaded at its own step, as the latent chunks'
 // (MLAV_WS_QL1): 16 registers at a time instead of 32 over five steps.
 static_assert(kQrAt < kLatParts, "loaded before the k_pe chunks");
@@ -678,6 +685,29 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       });
 
       MLAV_WT(ws0 = static_cast<unsigned>(clock());)
+      if constexpr (MLAV_WS_NO_SOFTMAX != 0) {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+          for (int hr = 0; hr < 2; ++hr)
+            if (kq == 0 && (lane & 3) == 0) row_scale[rq * 32 + mt * 16 + frag_row + 8 * hr] = 1.f;
+#pragma unroll
+          for (int n = 0; n < 4; ++n)
+#pragma unroll
+            for (int hr = 0; hr < 2; ++hr) {
+              const int r = rq * 32 + mt * 16 + frag_row + 8 * hr;
+              const int key_local = kq * 32 + n * 8 + frag_col;
+              *reinterpret_cast<__nv_bfloat162*>(p_tile + r * kKvTile + swz(r, key_local >> 3) * 8 +
+                                                 frag_col) =
+                  __floats2bfloat162_rn(s_acc[mt][n][2 * hr], s_acc[mt][n][2 * hr + 1]);
+            }
+        }
+        if constexpr (kMbar)
+          mbar_arrive(bar_full);
+        else
+          handover_arrive(kBarFull, kThreadsWs);
+        continue;
+      }
       // ---- online softmax over the tile (split_plan.h numerics 2; the kernel's arithmetic) ----
       const int64_t left = key_end - tile_key0;
       const int key_limit = left < kKvTile ? static_cast<int>(left) : kKvTile;

@@ -1,11 +1,20 @@
 #!/bin/bash
 # v34 call 1: the hand-overs as bar.sync on both sides (sync2: -DMLAV_WS_SYNC2=1), the S warps
-# meeting once per two chunks (pair: -DMLAV_WS_SPAIR=1) and both (pairsync): cuda_tests on each,
-# racecheck on sync2 and pairsync (the sanitizer set), two interleaved rounds beside ring 4 and
-# the ws default (uniform plan).
+# meeting once per two chunks (pair: -DMLAV_WS_SPAIR=1), both (pairsync), and the timing-only
+# build without the softmax (nosm: -DMLAV_WS_NO_SOFTMAX=1). cuda_tests on the three real forms;
+# two interleaved rounds beside ring 4 and the ws default (uniform plan); racecheck on sync2 and
+# pairsync (the sanitizer set); ncu of pair on tree32 (the S warps' stalls, against v33's call 1).
 source scripts/device_call_lib.sh 1
 for v in sync2 pair pairsync; do MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_$v; done
 t tests
+for r in 1 2; do
+  MLAV_MMA2_RING=4 run_bench r4_$r mma2 uniform
+  MLAV_MMA2_RING=ws run_bench ws_$r mma2 uniform
+  for v in sync2 pair pairsync nosm; do
+    MLAV_MMA2_RING=ws run_bench ${v}_$r mma2 uniform verify_bench_$v
+  done
+done
+t bench
 filter='CudaLaws.*:*CudaGraph*:*h1_d1_p0*:*tile_edges*:*p1_splits2*:*draft_bits*:*balanced*'
 for v in sync2 pairsync; do
   MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=ws timeout 150 compute-sanitizer --tool racecheck \
@@ -13,10 +22,13 @@ for v in sync2 pairsync; do
   echo "racecheck $v rc=$?: $(grep -E 'RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' $O/san_racecheck_$v.log | head -3 | tr '\n' ' ')"
   t racecheck_$v
 done
-for r in 1 2; do
-  MLAV_MMA2_RING=4 run_bench r4_$r mma2 uniform
-  MLAV_MMA2_RING=ws run_bench ws_$r mma2 uniform
-  for v in sync2 pair pairsync; do MLAV_MMA2_RING=ws run_bench ${v}_$r mma2 uniform verify_bench_$v; done
-done
-t bench
+MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=ws MLAV_BENCH_PLAN=uniform timeout 100 ncu --clock-control none \
+  --kernel-name regex:verify_partial --launch-count 1 --set full --import-source no \
+  -o /tmp/prof_pair -f "$B/verify_bench_pair" --only v3-tp8-tree32 > "$O/ncu_pair_log.txt" 2>&1
+echo "ncu rc=$?"
+ncu -i /tmp/prof_pair.ncu-rep --page details > "$O/ncu_pair_details.txt" 2>&1
+ncu -i /tmp/prof_pair.ncu-rep --page source --csv --print-source sass > "$O/ncu_pair_sass.csv" 2>/dev/null
+gzip -f "$O/ncu_pair_sass.csv"
+grep -E 'Duration|Issue Slots Busy' "$O/ncu_pair_details.txt" | head -4
+t ncu
 finish
