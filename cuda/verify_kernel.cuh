@@ -259,6 +259,23 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 __device__ __forceinline__ void math_sync() {
   asm volatile("bar.sync 5, %0;\n" ::"n"(kThreads) : "memory");
 }
+// The softmax's 2^x (x <= 0). exp2f without fast-math keeps subnormal results: ptxas guards each
+// MUFU.EX2 with a compare against -126 and two predicated multiplies (halve x, square the
+// result). MLAV_EX2_FTZ=1 (an experiment, cuda/NOTES.md v34) issues ex2.approx.ftz alone, the
+// same MUFU.EX2: the same bits for every x >= -126, and 0 instead of a subnormal below, i.e. for
+// weights under 2^-126.
+#ifndef MLAV_EX2_FTZ
+#define MLAV_EX2_FTZ 0
+#endif
+__device__ __forceinline__ float softmax_exp2(float x) {
+#if MLAV_EX2_FTZ
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+  return r;
+#else
+  return exp2f(x);
+#endif
+}
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
   static_for<0, MLAV_MMA_REPEAT>([&]<int>() {
@@ -1318,9 +1335,9 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
       // 2^0 = 1 on the empty state without a test; the 6-stage kernel keeps the test (the same
       // bits) because ptxas spills it without (12 bytes, v20), and the ring-4 kernel spills with.
       if constexpr (kStages == 6 && !kPInRing)
-        scale[hr] = m_new[hr] == -FLT_MAX ? 1.f : exp2f(m_run[hr] - m_new[hr]);
+        scale[hr] = m_new[hr] == -FLT_MAX ? 1.f : softmax_exp2(m_run[hr] - m_new[hr]);
       else
-        scale[hr] = exp2f(m_run[hr] - m_new[hr]);
+        scale[hr] = softmax_exp2(m_run[hr] - m_new[hr]);
       if (half == 0 && (lane & 3) == 0) row_scale[r] = scale[hr];  // for the PV layout
     }
 #pragma unroll
@@ -1331,8 +1348,8 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
         // Masked keys get probability exactly 0 (t = -inf, m_new finite: exp2f(-inf) = 0). l
         // sums the unrounded fp32 values and the tensor cores get them rounded to bf16 (round
         // to nearest even).
-        const float p0 = exp2f(t0 - m_new[hr]);
-        const float p1 = exp2f(t1 - m_new[hr]);
+        const float p0 = softmax_exp2(t0 - m_new[hr]);
+        const float p1 = softmax_exp2(t1 - m_new[hr]);
         part_sum[hr] += p0 + p1;
         const int r = rg * 16 + frag_row + 8 * hr;
         const int key_local = half * 32 + n * 8 + frag_col;

@@ -754,7 +754,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
         for (int hr = 0; hr < 2; ++hr) {
           const int r = rq * 32 + mt * 16 + frag_row + 8 * hr;
           m_new[mt][hr] = fmaxf(m_run[mt][hr], fmaxf(red_max[r], red_max[kRows + r]));
-          scale_prev[mt][hr] = exp2f(m_run[mt][hr] - m_new[mt][hr]);
+          scale_prev[mt][hr] = softmax_exp2(m_run[mt][hr] - m_new[mt][hr]);
           m_run[mt][hr] = m_new[mt][hr];
         }
       // The PV warps hold the previous P and row factors in registers (with P over the S ring
@@ -778,8 +778,8 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
         for (int n = 0; n < 4; ++n)
 #pragma unroll
           for (int hr = 0; hr < 2; ++hr) {
-            const float p0 = exp2f(s_acc[mt][n][2 * hr] - m_new[mt][hr]);
-            const float p1 = exp2f(s_acc[mt][n][2 * hr + 1] - m_new[mt][hr]);
+            const float p0 = softmax_exp2(s_acc[mt][n][2 * hr] - m_new[mt][hr]);
+            const float p1 = softmax_exp2(s_acc[mt][n][2 * hr + 1] - m_new[mt][hr]);
             part_sum[mt][hr] += p0 + p1;
             const int r = rq * 32 + mt * 16 + frag_row + 8 * hr;
             const int key_local = kq * 32 + n * 8 + frag_col;
