@@ -125,9 +125,10 @@ constexpr int kQrAt = MLAV_WS_QR_AT;
 #define MLAV_WS_NO_COPY 0
 #endif
 // MLAV_WS_NO_SOFTMAX=1 (timing-only, garbage results): the S warps skip the softmax (masking,
-// the row max exchange and its barrier, exp2, the row sums) and store their raw scores as P with
-// unit row factors, so a tile's S warps run their steps, P's stores and the hand-overs only: what
-// the softmax costs the critical path end to end (cuda/NOTES.md v34).
+// the row max exchange, exp2, the row sums) and store their raw scores as P with unit row
+// factors, so a tile's S warps run their steps, one group barrier (the exchange's, which also
+// keeps P off the k_pe chunks still being read), P's stores and the hand-overs only: what the
+// softmax's work costs the critical path end to end (cuda/NOTES.md v34).
 #ifndef MLAV_WS_NO_SOFTMAX
 #define MLAV_WS_NO_SOFTMAX 0
 #endif
@@ -194,7 +195,7 @@ __host__ __device__ constexpr ws_ring::Ring v_ring() {
   return {kVStages, kVSteps, 1, false};
 }
 static_assert(kLatParts == ws_ring::kLatParts &&
-                  s_ring<6>() == (kSPair ? ws_ring::kSRingPairs : ws_ring::kSRing) &&
+                  s_ring<6>() == (kSPair ? ws_ring::kSRingBy2 : ws_ring::kSRingBy1) &&
                   (MLAV_WS_VKEYS != 32 || v_ring<4>() == ws_ring::kVRing),
               "the rings tests/cuda/test_ws_ring.cpp runs");
 template <int kSStages, int kVStages>
@@ -514,6 +515,8 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
                   "P over the buffers of the tile's last two parts");
     static_assert(!kSPair || L::kPInRing, "pairs: the ring of 6 with P in it");
     static_assert(!kSPair || MLAV_WS_ROW_EARLY != 2, "pairs read the table before each step");
+    // (MLAV_WS_NO_SOFTMAX skips the softmax's "P empty" wait where P has its own bytes)
+    static_assert(MLAV_WS_NO_SOFTMAX == 0 || L::kPInRing, "no softmax: with P in the ring only");
     enter_tile(0);
     fetch_slot(1);
     if constexpr (kRowEarly) s_lat = table_lat();
@@ -686,6 +689,9 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 
       MLAV_WT(ws0 = static_cast<unsigned>(clock());)
       if constexpr (MLAV_WS_NO_SOFTMAX != 0) {
+        // (the group barrier that the softmax's max exchange gives: every S warp has read its
+        // k_pe chunks before P is written over them)
+        bar_sync(kBarS, kSThreads);
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll

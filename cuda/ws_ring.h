@@ -31,8 +31,11 @@ struct Ring {
 // Parts issued before the first step, and how far past its own first part a step issues: the
 // ring holds the `width` parts being read and stages - width in flight.
 MLAV_WS_RING_FN int ahead(Ring r) { return r.stages - r.width; }
-// cp.async.wait_group's N at a step: the groups newer than the step's own parts, one per part
-// issued up to the step before.
+// cp.async.wait_group's N at a step: the groups newer than the step's own parts in the steady
+// state, one per part issued up to the step before. (With P over a one-part ring, steps 0-2 of
+// every tile after the first see one group more, the last step's empty one: they wait for one
+// chunk beyond their own. tests/cuda/test_ws_ring.cpp shows the schedule holds without that
+// empty group too, with every wait exact; the kernel keeps it, as measured.)
 MLAV_WS_RING_FN int pending(Ring r) { return r.stages - 2 * r.width; }
 // The part of a tile (0 .. parts - 1) that step `step`'s i-th issue carries, and how many tiles
 // past the step's own tile it lies.
@@ -55,10 +58,12 @@ MLAV_WS_RING_FN bool skips_issue(Ring r, int step) {
   return r.p_in_ring && r.width == 1 && step == r.parts - 1;
 }
 MLAV_WS_RING_FN int deferred_part(Ring r) { return issue_part(r, r.parts - 1, 0); }
-// Whether a ring's shape admits P over it as above: the buffers of the last two parts are the
-// last two buffers, and the deferred part is due in P's first buffer.
+// Whether a ring's shape admits P over it as above: parts % stages == 0 puts a tile's last two
+// parts in the last two buffers and the deferred part (stages - 2) in P's first; stages >= 4
+// leaves two buffers beside P's; a step of one or two parts, whole steps per tile and per ring.
 MLAV_WS_RING_FN bool p_ring_ok(Ring r) {
-  return r.parts % r.stages == 0 && r.stages >= 4 && r.width <= 2 && r.parts % r.width == 0;
+  return r.parts % r.stages == 0 && r.stages >= 4 && (r.width == 1 || r.width == 2) &&
+         r.parts % r.width == 0 && r.stages % r.width == 0;
 }
 
 // The S ring's latent copies read their row from the hand-over table, which changes where the
@@ -82,8 +87,8 @@ MLAV_WS_RING_FN bool operator==(Ring a, Ring b) {
 // per step or two (MLAV_WS_SPAIR); the V ring of 4 half-tile chunks, 32 steps per tile
 // (MLAV_WS_VKEYS=32).
 inline constexpr int kLatParts = 16;
-inline constexpr Ring kSRing{6, 18, 1, true};
-inline constexpr Ring kSRingPairs{6, 18, 2, true};
+inline constexpr Ring kSRingBy1{6, 18, 1, true};
+inline constexpr Ring kSRingBy2{6, 18, 2, true};
 inline constexpr Ring kVRing{4, 32, 1, false};
 
 }  // namespace mlaverify::cuda::ws_ring

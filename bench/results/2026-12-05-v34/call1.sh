@@ -19,15 +19,17 @@ for r in 1 2; do
 done
 t bench
 filter='CudaLaws.*:*CudaGraph*:*h1_d1_p0*:*tile_edges*:*p1_splits2*:*draft_bits*:*balanced*'
+# The call has 600 s and finish must run within them: a racecheck (at most 120 s) starts only
+# before 330 s, ncu (at most 90 s, then its two exports) only before 450 s.
 for v in sync2 pairsync; do
-  # (the call's 600 s: the second racecheck only with 150 s left for it and ncu)
-  [ $(( $(date +%s) - T0 )) -gt 400 ] && { echo "racecheck $v skipped (time)"; continue; }
-  MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=ws timeout 150 compute-sanitizer --tool racecheck \
+  [ $(( $(date +%s) - T0 )) -gt 330 ] && { echo "racecheck $v skipped (time)"; continue; }
+  MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=ws timeout 120 compute-sanitizer --tool racecheck \
     --error-exitcode 9 $B/cuda_tests_$v --gtest_filter="$filter" > $O/san_racecheck_$v.log 2>&1
   echo "racecheck $v rc=$?: $(grep -E 'RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' $O/san_racecheck_$v.log | head -3 | tr '\n' ' ')"
   t racecheck_$v
 done
-MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=ws MLAV_BENCH_PLAN=uniform timeout 100 ncu --clock-control none \
+if [ $(( $(date +%s) - T0 )) -gt 450 ]; then echo "ncu skipped (time)"; finish; exit 0; fi
+MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=ws MLAV_BENCH_PLAN=uniform timeout 90 ncu --clock-control none \
   --kernel-name regex:verify_partial --launch-count 1 --set full --import-source no \
   -o /tmp/prof_pair -f "$B/verify_bench_pair" --only v3-tp8-tree32 > "$O/ncu_pair_log.txt" 2>&1
 echo "ncu rc=$?"
