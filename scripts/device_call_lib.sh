@@ -12,6 +12,9 @@
 #   run_trace V [K [PLAN]]  verify_bench_V (an MLAV_MMA_TRACE build) under kernel K and PLAN
 #                           (mma2, uniform): the medians, then each workload's MMATRACE line
 #                           without its block counts; the output in $O/V.txt
+#   run_ncu TAG K BIN WORKLOAD  one launch of verify_partial under ncu --set full (BIN under
+#                           MLAV_CUDA_KERNEL=K, uniform plan): $O/ncu_TAG_details.txt, the source
+#                           page as $O/ncu_TAG_sass.csv.gz, and the duration / issue-slot lines
 #   sass OBJ                an object's SASS instructions without their addresses (cuobjdump)
 #   sass_diff TAG A B       compares two objects' SASS: instruction lines of each, lines differing
 #   finish                  gzips the logs and packs $O into $OUT/callN.tgz (the device tool
@@ -43,6 +46,18 @@ run_trace() {
   MLAV_CUDA_KERNEL=$k MLAV_BENCH_PLAN=$plan timeout 90 "$B/verify_bench_$v" > "$O/$v.txt" 2>&1
   echo "$v rc=$?: $(grep -E '^(k2|v3|long|mix)' "$O/$v.txt" | awk '{printf "%s ", $3}')"
   grep MMATRACE "$O/$v.txt" | head -6 | sed 's/blocks with.*cycles per tile//'
+}
+run_ncu() {
+  local tag=$1 k=$2 bin=$3 w=$4
+  MLAV_CUDA_KERNEL=$k MLAV_BENCH_PLAN=uniform timeout 90 ncu --clock-control none \
+    --kernel-name regex:verify_partial --launch-count 1 --set full --import-source no \
+    -o "/tmp/prof_$tag" -f "$B/$bin" --only "$w" > "$O/ncu_${tag}_log.txt" 2>&1
+  echo "ncu $tag rc=$?"
+  ncu -i "/tmp/prof_$tag.ncu-rep" --page details > "$O/ncu_${tag}_details.txt" 2>&1
+  ncu -i "/tmp/prof_$tag.ncu-rep" --page source --csv --print-source sass \
+    > "$O/ncu_${tag}_sass.csv" 2>/dev/null
+  gzip -f "$O/ncu_${tag}_sass.csv"
+  grep -E 'Duration|Issue Slots Busy' "$O/ncu_${tag}_details.txt" | head -4
 }
 sass() {
   /usr/local/cuda/bin/cuobjdump -sass "$1" | grep -E '^\s+/\*[0-9a-f]{4}\*/' |

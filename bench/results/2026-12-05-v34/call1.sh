@@ -29,13 +29,6 @@ for v in sync2 pairsync; do
   t racecheck_$v
 done
 if [ $(( $(date +%s) - T0 )) -gt 450 ]; then echo "ncu skipped (time)"; finish; exit 0; fi
-MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=ws MLAV_BENCH_PLAN=uniform timeout 90 ncu --clock-control none \
-  --kernel-name regex:verify_partial --launch-count 1 --set full --import-source no \
-  -o /tmp/prof_pair -f "$B/verify_bench_pair" --only v3-tp8-tree32 > "$O/ncu_pair_log.txt" 2>&1
-echo "ncu rc=$?"
-ncu -i /tmp/prof_pair.ncu-rep --page details > "$O/ncu_pair_details.txt" 2>&1
-ncu -i /tmp/prof_pair.ncu-rep --page source --csv --print-source sass > "$O/ncu_pair_sass.csv" 2>/dev/null
-gzip -f "$O/ncu_pair_sass.csv"
-grep -E 'Duration|Issue Slots Busy' "$O/ncu_pair_details.txt" | head -4
+MLAV_MMA2_RING=ws run_ncu pair mma2 verify_bench_pair v3-tp8-tree32
 t ncu
 finish
