@@ -261,11 +261,12 @@ __device__ __forceinline__ void math_sync() {
 }
 // The softmax's 2^x (x <= 0). exp2f without fast-math keeps subnormal results: ptxas guards each
 // MUFU.EX2 with a compare against -126 and two predicated multiplies (halve x, square the
-// result). MLAV_EX2_FTZ=1 (an experiment, cuda/NOTES.md v34) issues ex2.approx.ftz alone, the
+// result). By default (MLAV_EX2_FTZ=1, cuda/NOTES.md v34, v35) this is ex2.approx.ftz alone, the
 // same MUFU.EX2: the same bits for every x >= -126, and 0 instead of a subnormal below, i.e. for
-// weights under 2^-126.
+// weights under 2^-126 of the row's running maximum (tests/cuda/gpu_bounds.h counts them).
+// MLAV_EX2_FTZ=0 restores exp2f.
 #ifndef MLAV_EX2_FTZ
-#define MLAV_EX2_FTZ 0
+#define MLAV_EX2_FTZ 1
 #endif
 __device__ __forceinline__ float softmax_exp2(float x) {
 #if MLAV_EX2_FTZ

@@ -23,6 +23,7 @@ inline constexpr double kUTc = 0x1.0p-23;   // one tensor-core fp32 accumulation
                                             // not promise round-to-nearest, truncation costs 2^-23
 inline constexpr double kBf16U = 0x1.0p-8;  // bf16 unit roundoff: 8 significant bits, half an ulp
                                             // of 2^-7 (not 2^-9: docs/spec.md §6.2)
+inline constexpr double kFtzMin = 0x1.0p-126;  // smallest weight ex2.approx.ftz keeps (normal)
 inline constexpr double kExpU = 0x1.0p-22;  // expf / logf without fast-math: <= 2 ulp (CUDA guide)
 
 // Higham's gamma_n = n u / (1 - n u): n chained roundings of unit u, in any order.
@@ -80,6 +81,13 @@ struct Bound {
 //  Weights p_j = expf(s_j - m): both s_j and the running max m are computed scores, so the
 //   exponent is off by <= 2 delta_s, plus the fp32 subtraction (u |s_j - m| <= 2 u smax), plus
 //   exp2f's 2 ulp: eps_p = expm1(2 delta_s + 2 u smax) + 2 kExpU (relative, per weight).
+//  Flushed weights: the mma.sync kernels' 2^x is ex2.approx.ftz (verify_kernel.cuh
+//   softmax_exp2), the same MUFU.EX2 as exp2f for x >= -126 and 0 below. A flushed weight is
+//   under 2^-126 of the running maximum's weight 1 (later rescales only shrink it), so dropping
+//   all of them moves the numerator by <= N 2^-126 v_max and l by <= N 2^-126 against l >= 1:
+//   flush = N 2^-126, absolute, added to both weight sums (o: 2 flush v_max; lse: flush).
+//   With N < 2^32 that is < 2^-93, far below every other term, but it is not a relative error
+//   per weight and so is not inside eps_p.
 //   The per-tile rescale exp(m_old - m_new) multiplies l and acc by the same computed number, so
 //   its error cancels in o = acc / l (it enters lse only, below).
 //  Partial o = sum_j bf16(p_j) v_j / sum_j p_j: numerator weights off by eps_p + 2^-8 (bf16
@@ -105,10 +113,12 @@ inline Bound derive_bound(const Magnitudes& m, float sm_scale, int32_t num_split
   const double eps_p = std::expm1(2 * delta_s + 2 * kU * smax) + 2 * kExpU;
   const double a = eps_p + kBf16U + eps_p * kBf16U;
   const double b = eps_p;
-  double e_part = (a + b) / (1 - b) + gamma_n(N, kUTc) + gamma_n(N, kU) + kU;
+  const double flush = N * kFtzMin;
+  double e_part = (a + b) / (1 - b) + 2 * flush + gamma_n(N, kUTc) + gamma_n(N, kU) + kU;
   const double log_n = std::log(std::max(N, 1.0));
-  const double delta_l = delta_s + eps_p + gamma_n(N, kU) + tiles * (kExpU + 2 * kU * smax) +
-                         2 * kExpU * (log_n + 1) + 3 * kU * (smax + log_n);
+  const double delta_l = delta_s + eps_p + flush + gamma_n(N, kU) +
+                         tiles * (kExpU + 2 * kU * smax) + 2 * kExpU * (log_n + 1) +
+                         3 * kU * (smax + log_n);
   const double eps_w = std::expm1(2 * delta_l) + 2 * kExpU;
   const double np = num_partials(num_splits);
   double o_sum = e_part + 2 * eps_w / (1 - eps_w) + gamma_n(np, kU) + kBf16U;

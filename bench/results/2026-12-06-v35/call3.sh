@@ -1,0 +1,46 @@
+#!/bin/bash
+# v35 call 3: ex2.approx.ftz as the default softmax 2^x (MLAV_EX2_FTZ=1; call 1 measured ring 4
+# 5-6% faster with it on an H100). The new default's cuda_tests on ring 4 (the sm_120 default),
+# ws, mma6 and wgmma; the property suite on the CUDA backend (mma2, fresh seed); memcheck and
+# racecheck of the sm_120 default; the racecheck probe with producer/consumer-only barriers
+# beside the hand-overs (sync_partial); two rounds of the old default (verify_bench_old, c73eaf1's
+# kernels) against the new one, ring 4 and ws; FlashInfer fa2 (228 KB shape) on the six if time.
+#   carry [".device/k3", ".device/peer"]
+source scripts/device_call_lib.sh 3
+MLAV_MMA2_RING=4 run_tests mma2
+MLAV_MMA2_RING=ws run_tests mma2 cuda_tests
+run_tests mma6
+run_tests wgmma
+t tests
+seed=$(( $(date +%s) % 1000000007 ))
+MLAV_CUDA_KERNEL=mma2 RC_PARAMS="seed=$seed" timeout 150 $B/props_tests \
+  --gtest_filter='Backends/PropertySuite.*/cuda' > $O/props_mma2.log 2>&1
+echo "props mma2 seed $seed rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' $O/props_mma2.log | head -3 | tr '\n' ' ')"
+t props
+f='CudaLaws.*:*CudaGraph*:*h1_d1_p0*:*tile_edges*:*p1_splits2*:*draft_bits*:*balanced*'
+for tool in memcheck racecheck; do
+  MLAV_CUDA_KERNEL=mma2 timeout 110 compute-sanitizer --tool $tool --error-exitcode 9 \
+    $B/cuda_tests --gtest_filter="$f" > $O/san_${tool}_mma2.log 2>&1
+  echo "$tool mma2 rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' $O/san_${tool}_mma2.log | head -3 | tr '\n' ' ')"
+done
+for v in arrive sync sync_partial; do
+  timeout 30 compute-sanitizer --tool racecheck $B/racecheck_probe --variant $v > $O/probe_$v.log 2>&1
+  echo "probe $v rc=$?: $(grep -E 'racecheck_probe|RACECHECK SUMMARY' $O/probe_$v.log | tr '\n' ' ')"
+done
+t sanitizers
+for r in 1 2; do
+  MLAV_MMA2_RING=4 run_bench old_r4_$r mma2 uniform verify_bench_old
+  MLAV_MMA2_RING=4 run_bench r4_$r mma2 uniform
+  MLAV_MMA2_RING=ws run_bench old_ws_$r mma2 uniform verify_bench_old
+  MLAV_MMA2_RING=ws run_bench ws_$r mma2 uniform
+done
+t bench
+if [ $(( $(date +%s) - T0 )) -lt 300 ]; then
+  (cd .device/peer && OUT=$O/peer SKIP_SELFTEST=1 FI_BACKEND=fa2 timeout 250 bash run.sh \
+    --workloads k2-tp8-tree16,v3-tp8-tree32,v3-tp8-chain4,k2-tp8-ddtree128,v3-tp1-tree8,long-ctx) > $O/peer_run.txt 2>&1
+  echo "peer rc=$?"; grep -E '^\| (k2|v3|long)' $O/peer/peer_log.txt | tail -6
+  t peer
+else
+  echo "peer skipped (time)"
+fi
+finish
