@@ -277,6 +277,30 @@ __device__ __forceinline__ float softmax_exp2(float x) {
   return exp2f(x);
 #endif
 }
+// MLAV_SKIP_UNIT_SCALE=1 (an experiment, cuda/NOTES.md v35): a warp skips the per-tile rescale
+// of its O accumulators when every factor of its rows is exactly 1 (no row's running maximum
+// moved this tile). x * 1.f == x for every float, NaN and infinities included, so the bits are
+// the default's; the vote is warp-uniform, so no lane diverges.
+#ifndef MLAV_SKIP_UNIT_SCALE
+#define MLAV_SKIP_UNIT_SCALE 0
+#endif
+// MLAV_LAZY_MAX=tau (an experiment, cuda/NOTES.md v35; 0 = off): a row keeps its running maximum
+// unless the tile's exceeds it by more than tau (log2 units), so weights reach 2^tau and most
+// tiles' factors are exactly 1 (with MLAV_SKIP_UNIT_SCALE, no rescale at all).
+#ifndef MLAV_LAZY_MAX
+#define MLAV_LAZY_MAX 0
+#endif
+__device__ __forceinline__ float next_row_max(float m_run, float tile_max) {
+  if constexpr (MLAV_LAZY_MAX == 0)
+    return fmaxf(m_run, tile_max);
+  else
+    return tile_max > m_run + static_cast<float>(MLAV_LAZY_MAX) ? tile_max : m_run;
+}
+__device__ __forceinline__ bool rows_need_rescale(const float (&f)[2][2]) {
+  if constexpr (MLAV_SKIP_UNIT_SCALE == 0) return true;
+  const bool mine = f[0][0] != 1.f || f[0][1] != 1.f || f[1][0] != 1.f || f[1][1] != 1.f;
+  return __any_sync(0xffffffffu, mine);
+}
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
   static_for<0, MLAV_MMA_REPEAT>([&]<int>() {
@@ -1332,7 +1356,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const int r = rg * 16 + frag_row + 8 * hr;
-      m_new[hr] = fmaxf(m_run[hr], fmaxf(red_max[r], red_max[kRows + r]));  // >= -FLT_MAX
+      m_new[hr] = next_row_max(m_run[hr], fmaxf(red_max[r], red_max[kRows + r]));  // >= -FLT_MAX
       // 2^0 = 1 on the empty state without a test; the 6-stage kernel keeps the test (the same
       // bits) because ptxas spills it without (12 bytes, v20), and the ring-4 kernel spills with.
       if constexpr (kStages == 6 && !kPInRing)
@@ -1378,6 +1402,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr)
         pv_scale[mt][hr] = row_scale[rp * 32 + mt * 16 + frag_row + 8 * hr];
+    if (rows_need_rescale(pv_scale))
 #pragma unroll
     for (int c = 0; c < kVChunks; ++c)
 #pragma unroll

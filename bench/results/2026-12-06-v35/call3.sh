@@ -4,13 +4,29 @@
 # ws, mma6 and wgmma; the property suite on the CUDA backend (mma2, fresh seed); memcheck and
 # racecheck of the sm_120 default; the racecheck probe with producer/consumer-only barriers
 # beside the hand-overs (sync_partial); two rounds of the old default (verify_bench_old, c73eaf1's
-# kernels) against the new one, ring 4 and ws; FlashInfer fa2 (228 KB shape) on the six if time.
+# kernels) against the new one, ring 4 and ws, beside the rescale skipped where every factor of
+# a warp's rows is 1 (skip: -DMLAV_SKIP_UNIT_SCALE=1) and that with a lazy running maximum
+# (lazy: -DMLAV_LAZY_MAX=8 on top); cuda_tests of both lazy builds; FlashInfer fa2 (228 KB
+# shape) on the six if time.
 #   carry [".device/k3", ".device/peer"]
 source scripts/device_call_lib.sh 3
+for r in 1 2; do
+  MLAV_MMA2_RING=4 run_bench old_r4_$r mma2 uniform verify_bench_old
+  MLAV_MMA2_RING=4 run_bench r4_$r mma2 uniform
+  MLAV_MMA2_RING=4 run_bench r4skip_$r mma2 uniform verify_bench_r4skip
+  MLAV_MMA2_RING=4 run_bench r4lazy_$r mma2 uniform verify_bench_r4lazy
+  MLAV_MMA2_RING=ws run_bench old_ws_$r mma2 uniform verify_bench_old
+  MLAV_MMA2_RING=ws run_bench ws_$r mma2 uniform
+  MLAV_MMA2_RING=ws run_bench wsskip_$r mma2 uniform verify_bench_wsskip
+  MLAV_MMA2_RING=ws run_bench wslazy_$r mma2 uniform verify_bench_wslazy
+done
+t bench
 MLAV_MMA2_RING=4 run_tests mma2
 MLAV_MMA2_RING=ws run_tests mma2 cuda_tests
 run_tests mma6
 run_tests wgmma
+MLAV_MMA2_RING=4 run_tests mma2 cuda_tests_r4lazy
+MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_wslazy
 t tests
 seed=$(( $(date +%s) % 1000000007 ))
 MLAV_CUDA_KERNEL=mma2 RC_PARAMS="seed=$seed" timeout 150 $B/props_tests \
@@ -28,15 +44,8 @@ for v in arrive sync sync_partial; do
   echo "probe $v rc=$?: $(grep -E 'racecheck_probe|RACECHECK SUMMARY' $O/probe_$v.log | tr '\n' ' ')"
 done
 t sanitizers
-for r in 1 2; do
-  MLAV_MMA2_RING=4 run_bench old_r4_$r mma2 uniform verify_bench_old
-  MLAV_MMA2_RING=4 run_bench r4_$r mma2 uniform
-  MLAV_MMA2_RING=ws run_bench old_ws_$r mma2 uniform verify_bench_old
-  MLAV_MMA2_RING=ws run_bench ws_$r mma2 uniform
-done
-t bench
-if [ $(( $(date +%s) - T0 )) -lt 300 ]; then
-  (cd .device/peer && OUT=$O/peer SKIP_SELFTEST=1 FI_BACKEND=fa2 timeout 250 bash run.sh \
+if [ $(( $(date +%s) - T0 )) -lt 360 ]; then
+  (cd .device/peer && OUT=$O/peer SKIP_SELFTEST=1 FI_BACKEND=fa2 timeout 200 bash run.sh \
     --workloads k2-tp8-tree16,v3-tp8-tree32,v3-tp8-chain4,k2-tp8-ddtree128,v3-tp1-tree8,long-ctx) > $O/peer_run.txt 2>&1
   echo "peer rc=$?"; grep -E '^\| (k2|v3|long)' $O/peer/peer_log.txt | tail -6
   t peer
