@@ -264,18 +264,20 @@ __device__ __forceinline__ void math_sync() {
 // result). By default (MLAV_EX2_FTZ=1, cuda/NOTES.md v34, v35) this is ex2.approx.ftz alone, the
 // same MUFU.EX2: the same bits for every x >= -126, and 0 instead of a subnormal below, i.e. for
 // weights under 2^-126 of the row's running maximum (tests/cuda/gpu_bounds.h counts them).
-// MLAV_EX2_FTZ=0 restores exp2f.
+// MLAV_EX2_FTZ=0 restores exp2f. The 6-stage kernel keeps exp2f: with ex2.approx.ftz ptxas spills
+// 8 bytes in its sm_90 object (the resource gate's no-spill rule).
 #ifndef MLAV_EX2_FTZ
 #define MLAV_EX2_FTZ 1
 #endif
+template <bool kFtz = MLAV_EX2_FTZ != 0>
 __device__ __forceinline__ float softmax_exp2(float x) {
-#if MLAV_EX2_FTZ
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
-  return r;
-#else
-  return exp2f(x);
-#endif
+  if constexpr (kFtz) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+    return r;
+  } else {
+    return exp2f(x);
+  }
 }
 // MLAV_SKIP_UNIT_SCALE=1 (an experiment, cuda/NOTES.md v35): a warp skips the per-tile rescale
 // of its O accumulators when every factor of its rows is exactly 1 (no row's running maximum
@@ -623,6 +625,8 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   static_assert(!kPInRing || (kStages >= 3 && kStages <= 4 + MLAV_RING_EXTRA && kCols == 64),
                 "P in the ring: a 64 x 64 bf16 chunk buffer, free from the k_pe step to V step 0");
   constexpr bool kQRopeGlobal = kPInRing && kStages >= 4;
+  // The softmax's 2^x: ex2.approx.ftz (MLAV_EX2_FTZ) but in the 6-stage kernel (softmax_exp2).
+  constexpr bool kFtz = MLAV_EX2_FTZ != 0 && kStages != 6;
   // MLAV_RING_EXTRA: the ring's first kRingAlias buffers lie over Q's last rows (timing only).
   constexpr int kRingAlias = kQRopeGlobal ? kStages - 4 : 0;
   constexpr int kQRow = kQRopeGlobal ? kLatentDim : kRowDim;  // Q elements per smem row
@@ -1360,9 +1364,9 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
       // 2^0 = 1 on the empty state without a test; the 6-stage kernel keeps the test (the same
       // bits) because ptxas spills it without (12 bytes, v20), and the ring-4 kernel spills with.
       if constexpr (kStages == 6 && !kPInRing)
-        scale[hr] = m_new[hr] == -FLT_MAX ? 1.f : softmax_exp2(m_run[hr] - m_new[hr]);
+        scale[hr] = m_new[hr] == -FLT_MAX ? 1.f : softmax_exp2<kFtz>(m_run[hr] - m_new[hr]);
       else
-        scale[hr] = softmax_exp2(m_run[hr] - m_new[hr]);
+        scale[hr] = softmax_exp2<kFtz>(m_run[hr] - m_new[hr]);
       if (half == 0 && (lane & 3) == 0) row_scale[r] = scale[hr];  // for the PV layout
     }
 #pragma unroll
@@ -1373,8 +1377,8 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
         // Masked keys get probability exactly 0 (t = -inf, m_new finite: exp2f(-inf) = 0). l
         // sums the unrounded fp32 values and the tensor cores get them rounded to bf16 (round
         // to nearest even).
-        const float p0 = softmax_exp2(t0 - m_new[hr]);
-        const float p1 = softmax_exp2(t1 - m_new[hr]);
+        const float p0 = softmax_exp2<kFtz>(t0 - m_new[hr]);
+        const float p1 = softmax_exp2<kFtz>(t1 - m_new[hr]);
         part_sum[hr] += p0 + p1;
         const int r = rg * 16 + frag_row + 8 * hr;
         const int key_local = half * 32 + n * 8 + frag_col;
