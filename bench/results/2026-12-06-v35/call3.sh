@@ -29,7 +29,7 @@ MLAV_MMA2_RING=4 run_tests mma2 cuda_tests_r4lazy
 MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_wslazy
 t tests
 seed=$(( $(date +%s) % 1000000007 ))
-MLAV_CUDA_KERNEL=mma2 RC_PARAMS="seed=$seed" timeout 150 $B/props_tests \
+MLAV_CUDA_KERNEL=mma2 RC_PARAMS="seed=$seed" timeout 100 $B/props_tests \
   --gtest_filter='Backends/PropertySuite.*/cuda' > $O/props_mma2.log 2>&1
 echo "props mma2 seed $seed rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' $O/props_mma2.log | head -3 | tr '\n' ' ')"
 t props
