@@ -286,6 +286,13 @@ __device__ __forceinline__ float softmax_exp2(float x) {
 #ifndef MLAV_SKIP_UNIT_SCALE
 #define MLAV_SKIP_UNIT_SCALE 0
 #endif
+// MLAV_SOFTMAX_FMA=1 (an experiment, cuda/NOTES.md v35): the ring kernels scale a row's tile
+// maximum, not each score, and form each power's exponent as fmaf(s, scale_log2, -m), one
+// rounding where the default has two (16 FMUL fewer per lane per tile; other bits than the
+// default's, inside the same bound: gpu_bounds.h's 2u |s| covers one rounding of s * c).
+#ifndef MLAV_SOFTMAX_FMA
+#define MLAV_SOFTMAX_FMA 0
+#endif
 // MLAV_LAZY_MAX=tau (an experiment, cuda/NOTES.md v35; 0 = off): a row keeps its running maximum
 // unless the tile's exceeds it by more than tau (log2 units), so weights reach 2^tau and most
 // tiles' factors are exactly 1 (with MLAV_SKIP_UNIT_SCALE, no rescale at all).
@@ -627,6 +634,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   constexpr bool kQRopeGlobal = kPInRing && kStages >= 4;
   // The softmax's 2^x: ex2.approx.ftz (MLAV_EX2_FTZ) but in the 6-stage kernel (softmax_exp2).
   constexpr bool kFtz = MLAV_EX2_FTZ != 0 && kStages != 6;
+  constexpr bool kSoftmaxFma = MLAV_SOFTMAX_FMA != 0;
   // MLAV_RING_EXTRA: the ring's first kRingAlias buffers lie over Q's last rows (timing only).
   constexpr int kRingAlias = kQRopeGlobal ? kStages - 4 : 0;
   constexpr int kQRow = kQRopeGlobal ? kLatentDim : kRowDim;  // Q elements per smem row
@@ -1343,7 +1351,9 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
         const int hr = f >> 1;  // fragments 0,1: row frag_row; 2,3: row frag_row + 8
         // key n * 8 + frag_col + (f & 1) within this warp's half
         const bool visible = (vm[hr] >> (n * 8 + (f & 1))) & 1u;
-        const float t = visible ? s_acc[n][f] * scale_log2 : -INFINITY;
+        // kSoftmaxFma: the raw score; its scaling is folded into the power's FFMA below.
+        const float t = visible ? (kSoftmaxFma ? s_acc[n][f] : s_acc[n][f] * scale_log2)
+                                : -INFINITY;
         s_acc[n][f] = t;
         tile_max[hr] = fmaxf(tile_max[hr], t);
       }
@@ -1351,6 +1361,9 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
     for (int hr = 0; hr < 2; ++hr) {
       tile_max[hr] = fmaxf(tile_max[hr], __shfl_xor_sync(0xffffffffu, tile_max[hr], 1));
       tile_max[hr] = fmaxf(tile_max[hr], __shfl_xor_sync(0xffffffffu, tile_max[hr], 2));
+      // scale_log2 > 0 and rounding is monotone, so fl(max s * c) = max fl(s * c): the same
+      // maximum as scaling every score first.
+      if constexpr (kSoftmaxFma) tile_max[hr] *= scale_log2;
       if ((lane & 3) == 0) red_max[half * kRows + rg * 16 + frag_row + 8 * hr] = tile_max[hr];
     }
     softmax_sync();
@@ -1377,8 +1390,10 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
         // Masked keys get probability exactly 0 (t = -inf, m_new finite: exp2f(-inf) = 0). l
         // sums the unrounded fp32 values and the tensor cores get them rounded to bf16 (round
         // to nearest even).
-        const float p0 = softmax_exp2<kFtz>(t0 - m_new[hr]);
-        const float p1 = softmax_exp2<kFtz>(t1 - m_new[hr]);
+        const float p0 = softmax_exp2<kFtz>(kSoftmaxFma ? fmaf(t0, scale_log2, -m_new[hr])
+                                                        : t0 - m_new[hr]);
+        const float p1 = softmax_exp2<kFtz>(kSoftmaxFma ? fmaf(t1, scale_log2, -m_new[hr])
+                                                        : t1 - m_new[hr]);
         part_sum[hr] += p0 + p1;
         const int r = rg * 16 + frag_row + 8 * hr;
         const int key_local = half * 32 + n * 8 + frag_col;

@@ -6,7 +6,8 @@
 # beside the hand-overs (sync_partial); two rounds of the old default (verify_bench_old, c73eaf1's
 # kernels) against the new one, ring 4 and ws, beside the rescale skipped where every factor of
 # a warp's rows is 1 (skip: -DMLAV_SKIP_UNIT_SCALE=1) and that with a lazy running maximum
-# (lazy: -DMLAV_LAZY_MAX=8 on top); cuda_tests of both lazy builds; FlashInfer fa2 (228 KB
+# (lazy: -DMLAV_LAZY_MAX=8 on top), ring 4 with the scaling folded into the power's FFMA (r4fma:
+# -DMLAV_SOFTMAX_FMA=1) and that with the skip (r4fmaskip); cuda_tests of lazy and fma builds; FlashInfer fa2 (228 KB
 # shape) on the six if time.
 #   carry [".device/k3", ".device/peer"]
 source scripts/device_call_lib.sh 3
@@ -15,6 +16,8 @@ for r in 1 2; do
   MLAV_MMA2_RING=4 run_bench r4_$r mma2 uniform
   MLAV_MMA2_RING=4 run_bench r4skip_$r mma2 uniform verify_bench_r4skip
   MLAV_MMA2_RING=4 run_bench r4lazy_$r mma2 uniform verify_bench_r4lazy
+  MLAV_MMA2_RING=4 run_bench r4fma_$r mma2 uniform verify_bench_r4fma
+  MLAV_MMA2_RING=4 run_bench r4fmaskip_$r mma2 uniform verify_bench_r4fmaskip
   MLAV_MMA2_RING=ws run_bench old_ws_$r mma2 uniform verify_bench_old
   MLAV_MMA2_RING=ws run_bench ws_$r mma2 uniform
   MLAV_MMA2_RING=ws run_bench wsskip_$r mma2 uniform verify_bench_wsskip
@@ -26,6 +29,7 @@ MLAV_MMA2_RING=ws run_tests mma2 cuda_tests
 run_tests mma6
 run_tests wgmma
 MLAV_MMA2_RING=4 run_tests mma2 cuda_tests_r4lazy
+MLAV_MMA2_RING=4 run_tests mma2 cuda_tests_r4fma
 MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_wslazy
 t tests
 seed=$(( $(date +%s) % 1000000007 ))
