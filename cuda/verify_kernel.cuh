@@ -279,37 +279,6 @@ __device__ __forceinline__ float softmax_exp2(float x) {
     return exp2f(x);
   }
 }
-// MLAV_SKIP_UNIT_SCALE=1 (an experiment, cuda/NOTES.md v35): a warp skips the per-tile rescale
-// of its O accumulators when every factor of its rows is exactly 1 (no row's running maximum
-// moved this tile). x * 1.f == x for every float, NaN and infinities included, so the bits are
-// the default's; the vote is warp-uniform, so no lane diverges.
-#ifndef MLAV_SKIP_UNIT_SCALE
-#define MLAV_SKIP_UNIT_SCALE 0
-#endif
-// MLAV_SOFTMAX_FMA=1 (an experiment, cuda/NOTES.md v35): the ring kernels scale a row's tile
-// maximum, not each score, and form each power's exponent as fmaf(s, scale_log2, -m), one
-// rounding where the default has two (16 FMUL fewer per lane per tile; other bits than the
-// default's, inside the same bound: gpu_bounds.h's 2u |s| covers one rounding of s * c).
-#ifndef MLAV_SOFTMAX_FMA
-#define MLAV_SOFTMAX_FMA 0
-#endif
-// MLAV_LAZY_MAX=tau (an experiment, cuda/NOTES.md v35; 0 = off): a row keeps its running maximum
-// unless the tile's exceeds it by more than tau (log2 units), so weights reach 2^tau and most
-// tiles' factors are exactly 1 (with MLAV_SKIP_UNIT_SCALE, no rescale at all).
-#ifndef MLAV_LAZY_MAX
-#define MLAV_LAZY_MAX 0
-#endif
-__device__ __forceinline__ float next_row_max(float m_run, float tile_max) {
-  if constexpr (MLAV_LAZY_MAX == 0)
-    return fmaxf(m_run, tile_max);
-  else
-    return tile_max > m_run + static_cast<float>(MLAV_LAZY_MAX) ? tile_max : m_run;
-}
-__device__ __forceinline__ bool rows_need_rescale(const float (&f)[2][2]) {
-  if constexpr (MLAV_SKIP_UNIT_SCALE == 0) return true;
-  const bool mine = f[0][0] != 1.f || f[0][1] != 1.f || f[1][0] != 1.f || f[1][1] != 1.f;
-  return __any_sync(0xffffffffu, mine);
-}
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
   static_for<0, MLAV_MMA_REPEAT>([&]<int>() {
@@ -634,7 +603,6 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
   constexpr bool kQRopeGlobal = kPInRing && kStages >= 4;
   // The softmax's 2^x: ex2.approx.ftz (MLAV_EX2_FTZ) but in the 6-stage kernel (softmax_exp2).
   constexpr bool kFtz = MLAV_EX2_FTZ != 0 && kStages != 6;
-  constexpr bool kSoftmaxFma = MLAV_SOFTMAX_FMA != 0;
   // MLAV_RING_EXTRA: the ring's first kRingAlias buffers lie over Q's last rows (timing only).
   constexpr int kRingAlias = kQRopeGlobal ? kStages - 4 : 0;
   constexpr int kQRow = kQRopeGlobal ? kLatentDim : kRowDim;  // Q elements per smem row
@@ -1351,9 +1319,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
         const int hr = f >> 1;  // fragments 0,1: row frag_row; 2,3: row frag_row + 8
         // key n * 8 + frag_col + (f & 1) within this warp's half
         const bool visible = (vm[hr] >> (n * 8 + (f & 1))) & 1u;
-        // kSoftmaxFma: the raw score; its scaling is folded into the power's FFMA below.
-        const float t = visible ? (kSoftmaxFma ? s_acc[n][f] : s_acc[n][f] * scale_log2)
-                                : -INFINITY;
+        const float t = visible ? s_acc[n][f] * scale_log2 : -INFINITY;
         s_acc[n][f] = t;
         tile_max[hr] = fmaxf(tile_max[hr], t);
       }
@@ -1361,9 +1327,6 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
     for (int hr = 0; hr < 2; ++hr) {
       tile_max[hr] = fmaxf(tile_max[hr], __shfl_xor_sync(0xffffffffu, tile_max[hr], 1));
       tile_max[hr] = fmaxf(tile_max[hr], __shfl_xor_sync(0xffffffffu, tile_max[hr], 2));
-      // scale_log2 > 0 and rounding is monotone, so fl(max s * c) = max fl(s * c): the same
-      // maximum as scaling every score first.
-      if constexpr (kSoftmaxFma) tile_max[hr] *= scale_log2;
       if ((lane & 3) == 0) red_max[half * kRows + rg * 16 + frag_row + 8 * hr] = tile_max[hr];
     }
     softmax_sync();
@@ -1373,7 +1336,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
 #pragma unroll
     for (int hr = 0; hr < 2; ++hr) {
       const int r = rg * 16 + frag_row + 8 * hr;
-      m_new[hr] = next_row_max(m_run[hr], fmaxf(red_max[r], red_max[kRows + r]));  // >= -FLT_MAX
+      m_new[hr] = fmaxf(m_run[hr], fmaxf(red_max[r], red_max[kRows + r]));  // >= -FLT_MAX
       // 2^0 = 1 on the empty state without a test; the 6-stage kernel keeps the test (the same
       // bits) because ptxas spills it without (12 bytes, v20), and the ring-4 kernel spills with.
       if constexpr (kStages == 6 && !kPInRing)
@@ -1390,10 +1353,8 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
         // Masked keys get probability exactly 0 (t = -inf, m_new finite: exp2f(-inf) = 0). l
         // sums the unrounded fp32 values and the tensor cores get them rounded to bf16 (round
         // to nearest even).
-        const float p0 = softmax_exp2<kFtz>(kSoftmaxFma ? fmaf(t0, scale_log2, -m_new[hr])
-                                                        : t0 - m_new[hr]);
-        const float p1 = softmax_exp2<kFtz>(kSoftmaxFma ? fmaf(t1, scale_log2, -m_new[hr])
-                                                        : t1 - m_new[hr]);
+        const float p0 = softmax_exp2<kFtz>(t0 - m_new[hr]);
+        const float p1 = softmax_exp2<kFtz>(t1 - m_new[hr]);
         part_sum[hr] += p0 + p1;
         const int r = rg * 16 + frag_row + 8 * hr;
         const int key_local = half * 32 + n * 8 + frag_col;
@@ -1421,7 +1382,6 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr)
         pv_scale[mt][hr] = row_scale[rp * 32 + mt * 16 + frag_row + 8 * hr];
-    if (rows_need_rescale(pv_scale))
 #pragma unroll
     for (int c = 0; c < kVChunks; ++c)
 #pragma unroll

@@ -759,7 +759,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 #pragma unroll
         for (int hr = 0; hr < 2; ++hr) {
           const int r = rq * 32 + mt * 16 + frag_row + 8 * hr;
-          m_new[mt][hr] = next_row_max(m_run[mt][hr], fmaxf(red_max[r], red_max[kRows + r]));
+          m_new[mt][hr] = fmaxf(m_run[mt][hr], fmaxf(red_max[r], red_max[kRows + r]));
           scale_prev[mt][hr] = softmax_exp2(m_run[mt][hr] - m_new[mt][hr]);
           m_run[mt][hr] = m_new[mt][hr];
         }
@@ -948,7 +948,6 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       else
         handover_arrive(kBarEmpty, kThreadsWs);
     }
-    if (rows_need_rescale(pv_scale))
 #pragma unroll
     for (int c = 0; c < kVParts; ++c)
 #pragma unroll
