@@ -85,7 +85,8 @@ struct Bound {
 //   softmax_exp2), the same MUFU.EX2 as exp2f for x >= -126 and 0 below. A flushed weight is
 //   under 2^-126 of the running maximum's weight 1 (later rescales only shrink it; a rescale
 //   factor that flushes drops earlier weights that are each under 2^-126 of the new maximum,
-//   the same case), so dropping all of them moves the numerator by <= N 2^-126 v_max and l by <= N 2^-126 against l >= 1:
+//   the same case), so dropping all of them moves the numerator by <= N 2^-126 v_max and l by
+//   <= N 2^-126 against l >= 1:
 //   flush = N 2^-126, absolute, added to both weight sums (o: 2 flush v_max; lse: flush).
 //   With N < 2^32 that is < 2^-93, far below every other term, but it is not a relative error
 //   per weight and so is not inside eps_p.
