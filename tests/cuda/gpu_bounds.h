@@ -81,9 +81,9 @@ struct Bound {
 //  Weights p_j = expf(s_j - m): both s_j and the running max m are computed scores, so the
 //   exponent is off by <= 2 delta_s, plus the fp32 subtraction (u |s_j - m| <= 2 u smax), plus
 //   exp2f's 2 ulp: eps_p = expm1(2 delta_s + 2 u smax) + 2 kExpU (relative, per weight).
-//  Flushed weights: the mma.sync kernels' 2^x is ex2.approx.ftz (verify_kernel.cuh
-//   softmax_exp2), the same MUFU.EX2 as exp2f for x >= -126 and 0 below. A flushed weight is
-//   under 2^-126 of the running maximum's weight 1 (later rescales only shrink it; a rescale
+//  Flushed weights: the sm_120-class kernels' 2^x (rings 2-4, ws) is ex2.approx.ftz
+//   (verify_kernel.cuh softmax_exp2), the same MUFU.EX2 as exp2f for x >= -126 and 0 below. A
+//   flushed weight is under 2^-126 of the running maximum's weight 1 (later rescales only shrink it; a rescale
 //   factor that flushes drops earlier weights that are each under 2^-126 of the new maximum,
 //   the same case), so dropping all of them moves the numerator by <= N 2^-126 v_max and l by
 //   <= N 2^-126 against l >= 1:
