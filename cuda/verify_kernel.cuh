@@ -1288,8 +1288,8 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
     MLAV_MT(const unsigned long long mt_b = clock64(); mt_s += mt_b - mt_a; mt_a = mt_b;)
     // ---- online softmax over this 64-key tile (split_plan.h numerics 2) ----
     // Scores are kept in log2 units, t = s * log2(e), so each probability is one FFMA and one
-    // exp2f (2 ulp, the same bound as expf): p = 2^(t - m2) = e^(s - m). gpu_bounds.h counts the
-    // extra fp32 roundings of the scaling.
+    // softmax_exp2 (exp2f's MUFU.EX2, 2 ulp, the same bound as expf): p = 2^(t - m2) =
+    // e^(s - m). gpu_bounds.h counts the extra fp32 roundings of the scaling.
     // Visible: inside the split (only the last tile of a split is partial) and, in the draft
     // block, the tree mask: a key limit and 32 visibility bits per row, branch-free.
     const int64_t left = key_end - tile_key0;
@@ -1350,7 +1350,7 @@ __global__ void __launch_bounds__(partial_threads(kStages), 1)
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) {
         const float t0 = s_acc[n][2 * hr], t1 = s_acc[n][2 * hr + 1];
-        // Masked keys get probability exactly 0 (t = -inf, m_new finite: exp2f(-inf) = 0). l
+        // Masked keys get probability exactly 0 (t = -inf, m_new finite: 2^-inf = 0). l
         // sums the unrounded fp32 values and the tensor cores get them rounded to bf16 (round
         // to nearest even).
         const float p0 = softmax_exp2<kFtz>(t0 - m_new[hr]);
