@@ -15,6 +15,9 @@
 #   run_ncu TAG K BIN WORKLOAD  one launch of verify_partial under ncu --set full (BIN under
 #                           MLAV_CUDA_KERNEL=K, uniform plan): $O/ncu_TAG_details.txt, the source
 #                           page as $O/ncu_TAG_sass.csv.gz, and the duration / issue-slot lines
+#   run_peer [SECONDS]      FlashInfer fa2 (228 KB shape; Triton and PyTorch in its first step) on
+#                           the six from .device/peer (carry it): the six lines of its table,
+#                           the output in $O/peer
 #   sass OBJ                an object's SASS instructions without their addresses (cuobjdump)
 #   sass_diff TAG A B       compares two objects' SASS: instruction lines of each, lines differing
 #   finish                  gzips the logs and packs $O into $OUT/callN.tgz (the device tool
@@ -58,6 +61,13 @@ run_ncu() {
     > "$O/ncu_${tag}_sass.csv" 2>/dev/null
   gzip -f "$O/ncu_${tag}_sass.csv"
   grep -E 'Duration|Issue Slots Busy' "$O/ncu_${tag}_details.txt" | head -4
+}
+run_peer() {
+  (cd .device/peer && OUT=$O/peer SKIP_SELFTEST=1 FI_BACKEND=fa2 timeout "${1:-200}" bash run.sh \
+    --workloads k2-tp8-tree16,v3-tp8-tree32,v3-tp8-chain4,k2-tp8-ddtree128,v3-tp1-tree8,long-ctx) \
+    > "$O/peer_run.txt" 2>&1
+  echo "peer rc=$?"
+  grep -E '^\| (k2|v3|long)' "$O/peer/peer_log.txt" | tail -6
 }
 sass() {
   /usr/local/cuda/bin/cuobjdump -sass "$1" | grep -E '^\s+/\*[0-9a-f]{4}\*/' |

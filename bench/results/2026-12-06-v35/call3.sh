@@ -49,9 +49,7 @@ for v in arrive sync sync_partial; do
 done
 t sanitizers
 if [ $(( $(date +%s) - T0 )) -lt 360 ]; then
-  (cd .device/peer && OUT=$O/peer SKIP_SELFTEST=1 FI_BACKEND=fa2 timeout 200 bash run.sh \
-    --workloads k2-tp8-tree16,v3-tp8-tree32,v3-tp8-chain4,k2-tp8-ddtree128,v3-tp1-tree8,long-ctx) > $O/peer_run.txt 2>&1
-  echo "peer rc=$?"; grep -E '^\| (k2|v3|long)' $O/peer/peer_log.txt | tail -6
+  run_peer 200
   t peer
 else
   echo "peer skipped (time)"

@@ -12,8 +12,6 @@ for r in 1 2; do
   run_bench wgmma_$r wgmma uniform
 done
 t bench
-(cd .device/peer && OUT=$O/peer SKIP_SELFTEST=1 FI_BACKEND=fa2 timeout 200 bash run.sh \
-  --workloads k2-tp8-tree16,v3-tp8-tree32,v3-tp8-chain4,k2-tp8-ddtree128,v3-tp1-tree8,long-ctx) > $O/peer_run.txt 2>&1
-echo "peer rc=$?"; grep -E '^\| (k2|v3|long)' $O/peer/peer_log.txt | tail -6
+run_peer 200
 t peer
 finish
