@@ -261,11 +261,12 @@ __device__ __forceinline__ void math_sync() {
 }
 // The softmax's 2^x (x <= 0). exp2f without fast-math keeps subnormal results: ptxas guards each
 // MUFU.EX2 with a compare against -126 and two predicated multiplies (halve x, square the
-// result). By default (MLAV_EX2_FTZ=1, cuda/NOTES.md v34, v35) this is ex2.approx.ftz alone, the
+// result). By default (MLAV_EX2_FTZ=1, cuda/NOTES.md v34-v36) this is ex2.approx.ftz alone, the
 // same MUFU.EX2: the same bits for every x >= -126, and 0 instead of a subnormal below, i.e. for
-// weights under 2^-126 of the row's running maximum (tests/cuda/gpu_bounds.h counts them).
-// MLAV_EX2_FTZ=0 restores exp2f. The 6-stage kernel keeps exp2f: with ex2.approx.ftz ptxas spills
-// 8 bytes in its sm_90 object (the resource gate's no-spill rule).
+// weights under 2^-126 of the row's running maximum (tests/cuda/gpu_bounds.h counts them). The
+// ring kernels (2-4 stages), ws and, since v36, the wgmma kernel take it; MLAV_EX2_FTZ=0 restores
+// exp2f in all of them. The 6-stage kernel keeps exp2f: with ex2.approx.ftz ptxas spills 8 bytes
+// in its sm_90 object (the resource gate's no-spill rule).
 #ifndef MLAV_EX2_FTZ
 #define MLAV_EX2_FTZ 1
 #endif

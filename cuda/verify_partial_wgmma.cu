@@ -82,14 +82,6 @@ __device__ __forceinline__ void trace_point(TraceField f) {
 namespace {
 
 static_assert(kThreads == 256, "2 warpgroups: S and softmax, the gather");
-// The softmax's 2^x. MLAV_WGMMA_EX2=1 takes verify_kernel.cuh's ex2.approx.ftz form (the sm_120
-// default since v35), 0 keeps exp2f; an experiment of cuda/NOTES.md v36 until it is measured.
-#ifndef MLAV_WGMMA_EX2
-#define MLAV_WGMMA_EX2 0
-#endif
-__device__ __forceinline__ float wgmma_exp2(float x) {
-  return softmax_exp2<MLAV_WGMMA_EX2 != 0>(x);
-}
 constexpr int kBlockBytes = 64 * 128;                  // 64 rows x 64 bf16 columns
 constexpr int kRowBlocks = kRowDim / 64;               // 9: latent 0..7, then k_pe
 constexpr int kTileBytes = kRowBlocks * kBlockBytes;   // 73,728: one KV tile
@@ -589,7 +581,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
       m_new[hr] = fmaxf(m_run[hr], tile_max[hr] * scale_log2);
       // m_new == -inf: nothing visible yet, keep the (zero) state. Otherwise 2^(-inf - x) = 0
       // discards an empty previous state; -inf - -inf never occurs.
-      scale[hr] = m_new[hr] == -INFINITY ? 1.f : wgmma_exp2(m_run[hr] - m_new[hr]);
+      scale[hr] = m_new[hr] == -INFINITY ? 1.f : softmax_exp2(m_run[hr] - m_new[hr]);
     }
     // P as bf16 into the tile's rope block (S has retired: nothing reads that block any more),
     // two 8-key column blocks per stmatrix.x4: lane l gives the address of row (l & 7) of
@@ -608,8 +600,8 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
 #pragma unroll
       for (int m = 0; m < 4; ++m) {
         const int i = 2 * j + (m >> 1), hr = m & 1;
-        const float p0 = wgmma_exp2(fmaf(s[i * 4 + 2 * hr], scale_log2, -m_use[hr]));
-        const float p1 = wgmma_exp2(fmaf(s[i * 4 + 2 * hr + 1], scale_log2, -m_use[hr]));
+        const float p0 = softmax_exp2(fmaf(s[i * 4 + 2 * hr], scale_log2, -m_use[hr]));
+        const float p1 = softmax_exp2(fmaf(s[i * 4 + 2 * hr + 1], scale_log2, -m_use[hr]));
         part_sum[hr] += p0 + p1;
         const __nv_bfloat162 v = __floats2bfloat162_rn(p0, p1);
         pk[m] = *reinterpret_cast<const uint32_t*>(&v);

@@ -81,14 +81,14 @@ struct Bound {
 //  Weights p_j = expf(s_j - m): both s_j and the running max m are computed scores, so the
 //   exponent is off by <= 2 delta_s, plus the fp32 subtraction (u |s_j - m| <= 2 u smax), plus
 //   exp2f's 2 ulp: eps_p = expm1(2 delta_s + 2 u smax) + 2 kExpU (relative, per weight).
-//  Flushed weights: the sm_120-class kernels' 2^x (rings 2-4, ws) is ex2.approx.ftz
-//   (verify_kernel.cuh softmax_exp2), the same MUFU.EX2 as exp2f for x >= -126 and 0 below. A
-//   flushed weight is under 2^-126 of the running maximum's weight 1 (later rescales only
-//   shrink it; a rescale factor that flushes drops earlier weights that are each under 2^-126
-//   of the new maximum, the same case), so dropping all of them moves the numerator by
-//   <= N 2^-126 v_max and l by <= N 2^-126 against l >= 1: flush = N 2^-126, absolute, added
-//   to both weight sums (o: 2 flush v_max; lse: flush). With N < 2^32 that is < 2^-93, far
-//   below every other term, but it is not a relative error per weight and so is not in eps_p.
+//  Flushed weights: every kernel's 2^x but the 6-stage one's (rings 2-4, ws, wgmma) is
+//   ex2.approx.ftz (verify_kernel.cuh softmax_exp2), the same MUFU.EX2 as exp2f for x >= -126 and 0
+//   below. A flushed weight is under 2^-126 of the running maximum's weight 1 (later rescales only
+//   shrink it; a rescale factor that flushes drops earlier weights that are each under 2^-126 of
+//   the new maximum, the same case), so dropping all of them moves the numerator by <= N 2^-126
+//   v_max and l by <= N 2^-126 against l >= 1: flush = N 2^-126, absolute, added to both weight
+//   sums (o: 2 flush v_max; lse: flush). With N < 2^32 that is < 2^-93, far below every other term,
+//   but it is not a relative error per weight and so is not in eps_p.
 //   The per-tile rescale exp(m_old - m_new) multiplies l and acc by the same computed number, so
 //   its error cancels in o = acc / l (it enters lse only, below).
 //  Partial o = sum_j bf16(p_j) v_j / sum_j p_j: numerator weights off by eps_p + 2^-8 (bf16
