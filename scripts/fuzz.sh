@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the loaders' libFuzzer harnesses (fuzz/, clang with ASan + UBSan, into build-fuzz/) and
-# runs each for a fixed time: scenario_fuzzer (scenarios::parse_scenario) seeded from
-# scenarios/cases/*.json, dump_fuzzer (the server-dump loader, replay and diagnose) seeded from
-# fuzz/seeds/dump (slimmed from scenarios/dumps/*.safetensors by fuzz/make_dump_seeds.py), and
+# runs each for a fixed time, one per core at a time (MLAV_JOBS, default nproc): scenario_fuzzer
+# (scenarios::parse_scenario) seeded from scenarios/cases/*.json, dump_fuzzer (the server-dump
+# loader, replay and diagnose) seeded from fuzz/seeds/dump (slimmed from scenarios/dumps/*.safetensors by fuzz/make_dump_seeds.py), and
 # options_fuzzer (the C API's options reader, capi/c_options.h) seeded from fuzz/seeds/options,
 # report_fuzzer (the fuzz report reader and merge, cli/json_io.h) seeded from fuzz/seeds/report
 # and sim_fuzzer (the simulation scenario reader, sim/sim_scenario.h) from fuzz/seeds/sim,
@@ -45,9 +45,14 @@ if ! MLAV_FUZZ_FULL=1 build-fuzz/fuzz/dump_fuzzer scenarios/dumps/*.safetensors 
   failed=1
 fi
 
+# One fuzzer: its regression inputs, then the timed run. Runs in the background beside others
+# (one per core, below), so it prints into $work/$name.out and records a failure as
+# $work/$name.failed and its summary line as $work/$name.summary, read after the waits.
 run_fuzzer() {  # name, max_len, seed files...
   local name=$1 max_len=$2
   shift 2
+  exec >"$work/$name.out" 2>&1
+  local failed=0
   local corpus="$work/$name" out="fuzz-failures/$name" log="$work/$name.log"
   mkdir -p "$corpus" "$out"
   cp "$@" "$corpus/"
@@ -57,8 +62,8 @@ run_fuzzer() {  # name, max_len, seed files...
     if ! build-fuzz/fuzz/"$name" "${regressions[@]}" >"$work/$name.regress.log" 2>&1; then
       grep -v "^    #" "$work/$name.regress.log" | tail -40
       echo "fuzz.sh: $name crashes on a regression input" >&2
-      failed=1
-      summary+=("$name: a regression input crashes")
+      echo "$name: a regression input crashes" >"$work/$name.summary"
+      touch "$work/$name.failed"
       return
     fi
     cp "${regressions[@]}" "$corpus/"
@@ -82,14 +87,39 @@ run_fuzzer() {  # name, max_len, seed files...
     failed=1
   fi
   echo "$line"
-  summary+=("$line")
+  echo "$line" >"$work/$name.summary"
+  if ((failed)); then touch "$work/$name.failed"; fi
 }
 
-run_fuzzer scenario_fuzzer 8192 scenarios/cases/*.json
-run_fuzzer dump_fuzzer 131072 fuzz/seeds/dump/*.safetensors
-run_fuzzer options_fuzzer 4096 fuzz/seeds/options/*.bin
-run_fuzzer report_fuzzer 65536 fuzz/seeds/report/*
-run_fuzzer sim_fuzzer 16384 fuzz/seeds/sim/*
+# The five run $jobs at a time (libFuzzer is single-threaded: one core each, the same
+# executions per fuzzer as one after the other, in a fraction of the wall time).
+fuzzers=(scenario_fuzzer dump_fuzzer options_fuzzer report_fuzzer sim_fuzzer)
+started=0
+for name in "${fuzzers[@]}"; do
+  case "$name" in
+    scenario_fuzzer) run_fuzzer scenario_fuzzer 8192 scenarios/cases/*.json & ;;
+    dump_fuzzer) run_fuzzer dump_fuzzer 131072 fuzz/seeds/dump/*.safetensors & ;;
+    options_fuzzer) run_fuzzer options_fuzzer 4096 fuzz/seeds/options/*.bin & ;;
+    report_fuzzer) run_fuzzer report_fuzzer 65536 fuzz/seeds/report/* & ;;
+    sim_fuzzer) run_fuzzer sim_fuzzer 16384 fuzz/seeds/sim/* & ;;
+  esac
+  started=$((started + 1))
+  if ((started >= jobs)); then
+    wait -n || true
+    started=$((started - 1))
+  fi
+done
+wait || true
+for name in "${fuzzers[@]}"; do
+  cat "$work/$name.out"
+  if [ -f "$work/$name.summary" ]; then
+    summary+=("$(cat "$work/$name.summary")")
+  else
+    summary+=("$name: did not finish")
+    failed=1
+  fi
+  if [ -f "$work/$name.failed" ]; then failed=1; fi
+done
 
 echo "== fuzz.sh summary =="
 printf '%s\n' "${summary[@]}"

@@ -24,7 +24,8 @@ fi
 fresh=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 at
 echo "== property suite, fresh seed MLAV_SEED=$fresh (rerun with MLAV_SEED=$fresh scripts/test.sh) =="
-(cd build && MLAV_SEED=$fresh MLAV_CASES=${MLAV_FRESH_CASES:-40} ctest --output-on-failure -L props --timeout 900)
+(cd build && MLAV_SEED=$fresh MLAV_CASES=${MLAV_FRESH_CASES:-40} ctest --output-on-failure -j 2 -L props \
+  --timeout 900)
 
 at
 echo "== model, cpu, scenario and property tests under AddressSanitizer and UndefinedBehaviorSanitizer =="
