@@ -5,10 +5,9 @@
 # same call's peers: ring 4, mma6 and wgmma (uniform plan, two rounds), FlashInfer fa2 (228 KB
 # shape) on the six; and ring 4's per-phase trace under the tensor-rate emulation (K = 1, 2, 3,
 # ex2 and exp2f, call 7's builds) for the card's prediction on this GPU.
-#   build9.sh and build7.sh (SKIP_BUILD=1 if its binaries are current), then carry
-#   [".device/k9", ".device/k7", ".device/peer"]
-source scripts/device_call_lib.sh 9
-mkdir -p /tmp/b7 && tar xzf .device/k7/bin.tgz -C /tmp/b7
+#   k11: build9.sh's verify_bench and props_tests with build7.sh's trace builds (packed by hand),
+#   then carry [".device/k11", ".device/peer"] (k9 + k7 + peer is over the 64 MiB carry)
+source scripts/device_call_lib.sh 11
 seed=$(( $(date +%s) % 1000000007 ))
 for k in wgmma mma2; do
   ( MLAV_CUDA_KERNEL=$k MLAV_SEED=$seed timeout 240 $B/props_tests \
@@ -23,7 +22,7 @@ for r in 1 2; do
   run_bench wgmma_$r wgmma uniform
 done
 t bench
-B=/tmp/b7
+
 for k in 1 2 3; do
   MLAV_MMA2_RING=4 run_trace tr$k
   MLAV_MMA2_RING=4 run_trace tr${k}x
