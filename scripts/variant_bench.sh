@@ -12,7 +12,8 @@
 #   UNIT=verify_plan scripts/variant_bench.sh plantrace cuda/verify_plan.cu -DMLAV_PLAN_TRACE
 #   (the balanced plan's planning kernel, cuda/NOTES.md v18: a PLANTRACE line every 64th plan).
 # usage: [UNIT=verify_partial_wgmma|verify_partial_s2|verify_partial_ws|verify_plan|verify_merge]
-#        [LINK=tests/cuda/cuda_tests] [ARCH_A=1] scripts/variant_bench.sh NAME SOURCE [flags]
+#        [LINK=tests/cuda/cuda_tests] [ARCH_A=1] [SM90_ONLY=1] scripts/variant_bench.sh NAME SOURCE [flags]
+#   SM90_ONLY=1: the unit compiled for sm_90(a) alone (timing variants run on the H100/H200).
 #   ARCH_A=1: the unit's targets made arch-specific (sm_90 -> sm_90a, sm_120 -> sm_120a), for
 #   variants that need setmaxnreg (MLAV_COPY_WARPS, cuda/NOTES.md v28).
 #   SOURCE: an edited copy of cuda/$UNIT.cu (anywhere; includes resolve against the repository).
@@ -43,6 +44,11 @@ cmd=$(echo "$cmd" | sed -e "s# -o [^ ]*\.o# -o $work/variant.o -I$root $flags#")
 if [ "${ARCH_A:-0}" = 1 ]; then
   cmd=$(echo "$cmd" | sed -E 's/(compute|sm)_([0-9]+)([],])/\1_\2a\3/g')
   echo "$cmd" | grep -q "sm_90a" || { echo "variant $name: ARCH_A found no sm_90 target" >&2; exit 1; }
+fi
+if [ "${SM90_ONLY:-0}" = 1 ]; then
+  # Timing-only variants for the H100/H200 need no sm_120 code: half the compile time.
+  cmd=$(echo "$cmd" | sed -E 's/ (-gencode=arch=compute_120a?,code=[^ ]*|--generate-code=arch=compute_120a?,code=\[[^]]*\])//g')
+  echo "$cmd" | grep -q "compute_120" && { echo "variant $name: SM90_ONLY left an sm_120 target" >&2; exit 1; }
 fi
 eval "$cmd" 2>&1 | grep -E "error|C75|spill|Used" || true
 [ -f "$work/variant.o" ] || { echo "variant $name: compile failed" >&2; exit 1; }
