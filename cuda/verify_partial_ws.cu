@@ -337,9 +337,13 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     const int64_t key = key_begin + static_cast<int64_t>(tile) * kKvTile + ld_key;
     return (tile < num_tiles && key < key_end) ? p.kv_indices[index_base + key] : 0;
   };
-  int64_t next_slot = slots_from_indices ? slot_of(0) : 0;
-  const __nv_bfloat16* lat_src = pool;   // this thread's first unit of the key's latent row
-  const __nv_bfloat16* rope_src = pool;  // and of its k_pe row (the S warps' loader)
+  // Nothing here is loaded or computed before the groups' setmaxnreg: each group reads tile 0's
+  // slot after it (fetch_slot(0) right after its setmaxnreg). A value live across setmaxnreg went
+  // to local memory in both groups: v30's form spilled 80 bytes on sm_120a for next_slot, or for
+  // lat_src's initial pool pointer once next_slot was moved (cuda/NOTES.md v37).
+  int64_t next_slot = 0;
+  const __nv_bfloat16* lat_src = nullptr;   // this thread's first unit of the key's latent row
+  const __nv_bfloat16* rope_src = nullptr;  // and of its k_pe row (the S warps' loader)
   int src_bytes = 0;
   // The latent row of key `key` (absolute) whose slot is `slot` (k_extend rows are latent-first).
   auto latent_row = [&](int64_t key, int64_t slot) -> const __nv_bfloat16* {
@@ -426,6 +430,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   if (s_group) {
     // =========================== S warps: S = Q K^T, softmax, P ===========================
     regs_dec<kSRegs>();
+    fetch_slot(0);  // tile 0's slot, its latency under Q's copies
     MLAV_WT(unsigned wt[4] = {};)  // [0] loop start, [2] softmax, [3] "P empty" wait
 #if MLAV_WS_EXP == 2
     if (tid >= 0) return;
@@ -840,6 +845,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 
   // ============================== PV warps: O += P V ==============================
   regs_inc<kPvRegs>();
+  fetch_slot(0);
   MLAV_WT(unsigned wt[3] = {};)  // [0] loop start, [2] "P full" wait
 #if MLAV_WS_EXP == 1
   if (tid >= 0) return;
