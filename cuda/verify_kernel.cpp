@@ -100,12 +100,27 @@ int choose_mma2_ring(const char* requested) {
                      );
 }
 
+int route_mma2_ring(int ring, int64_t row_tiles_per_request, const char* requested) {
+  const std::string want = requested ? requested : "";
+  if (!want.empty() && want != "0" && want != "1")
+    throw InvalidInput("MLAV_WS_ROUTE", -1,
+                       "\"" + want + "\" is not 0 (ws on every batch) or 1 (ring 4 for a batch of "
+                       "one row tile per request)");
+  if (ring != kMma2RingWs || want == "0") return ring;
+  return row_tiles_per_request <= 1 ? kMma2RingDefault : ring;
+}
+
 namespace {
 bool ring_l1_supported(int ring, int l1_ahead) {
 #ifdef MLAV_HAVE_WS_VARIANT
   if (ring == kMma2RingWs) return l1_ahead == 0;  // no L1-staged form (cuda/NOTES.md v30)
 #endif
   return detail::stages2_supported(ring, l1_ahead);
+}
+// The ring the sm_120-sized kernel runs for this batch: MLAV_MMA2_RING, routed by its shape.
+int mma2_ring_for(const VerifyParams& p) {
+  return route_mma2_ring(choose_mma2_ring(std::getenv("MLAV_MMA2_RING")),
+                         row_tiles(p.max_draft, p.num_heads), std::getenv("MLAV_WS_ROUTE"));
 }
 }  // namespace
 
@@ -227,7 +242,7 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   variant_ = choose_variant(std::getenv("MLAV_CUDA_KERNEL"), major, minor, kHopperCompiled);
   const int need = variant_ == KernelVariant::Wgmma  ? kWgmmaSmemBytes
                    : variant_ == KernelVariant::Mma6 ? partial_smem_bytes(kStagesSm90, kColsSm90)
-                                                     : sm120_smem_bytes(choose_mma2_ring(std::getenv("MLAV_MMA2_RING")));
+                                                     : sm120_smem_bytes(mma2_ring_for(p));
   if (optin < need)
     throw Unsupported("cuda verify kernel: device allows " + std::to_string(optin) +
                       " bytes of shared memory per block, the " + variant_name() +
@@ -239,7 +254,7 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   mma2_ring_ = kMma2RingDefault;
   mma2_l1_ = 0;
   if (variant_ == KernelVariant::Mma2) {
-    mma2_ring_ = choose_mma2_ring(std::getenv("MLAV_MMA2_RING"));
+    mma2_ring_ = mma2_ring_for(p);
     mma2_l1_ = choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), mma2_ring_);
     int per_sm = 0;
     CUDA_CHECK(

@@ -135,6 +135,12 @@ int choose_mma2_ring(const char* requested);
 // Whether this build holds the warp-specialized experiment (MLAV_MMA2_RING=ws, cmake
 // -DMLAV_WS_KERNEL=ON; cuda/NOTES.md v30). Without it "ws" is refused like any unknown ring.
 bool mma2_ws_compiled();
+// MLAV_MMA2_RING=ws routes a batch whose requests each fit one 64-row tile (num_heads x
+// max_draft <= 64: chain4's 16 heads x 4) to ring 4: every KV tile then serves one row tile, the
+// stream binds, and ring 4 is 1.12-1.27x faster there than the ws kernel (cuda/NOTES.md v37).
+// `requested` is MLAV_WS_ROUTE: null, "" or "1" routes, "0" keeps ws on every batch (to measure
+// it); anything else is InvalidInput naming the variable. Other rings pass through.
+int route_mma2_ring(int ring, int64_t row_tiles_per_request, const char* requested);
 int choose_mma2_l1(const char* requested, int ring);
 // The preferred shared-memory carveout (percent of the SM's maximum) for a kernel that uses
 // `block_smem` bytes per block, one block per SM, and wants the rest of the SM's L1/shared array

@@ -11,9 +11,8 @@
 //   warpgroups 1-2 (8 "PV warps", 256 threads): O += P V for tile j, O's 64 x 512 fp32.
 // The S warps hold no O and the PV warps no Q, so setmaxnreg moves registers from the first to
 // the others (needs sm_90a / sm_120a). Each group streams its own chunks (K and k_pe for the S
-// warps, V for the PV warps) through its own cp.async ring of 32-column chunks (S: 64 keys,
-// 4 KB; V: 32 keys, 2 KB, so that 8 KB keep three in flight), synchronised within the group by a
-// named barrier per chunk. The groups meet twice per tile, on named barriers: "P full" (S warps
+// warps, V for the PV warps) through its own cp.async ring of 32-column chunks of 64 keys (4 KB;
+// the V ring's 8 KB hold two), synchronised within the group by a named barrier per chunk. The groups meet twice per tile, on named barriers: "P full" (S warps
 // arrive when P and the row factors of tile j are in smem; PV warps wait) and "P empty" (PV
 // warps arrive once P's fragments and the next tile's KV rows are in registers; the S warps wait
 // before re-filling P's bytes, or before writing the next P where P has its own).
@@ -21,12 +20,12 @@
 // Shared memory (101,376 bytes, the sm_120 budget): Q's latent columns 64 x 512 bf16 (Q's k_pe
 // fragments come from global memory into the S warps' registers each tile), the S ring of 6
 // chunks of 4 KB with P (64 x 64 bf16) over its buffers 4-5 (Layout::kPInRing), the V ring of
-// 4 x 2 KB, row max / sum exchange, row factors, draft bits, and the hand-over table of the next
-// tile's 64 latent-row pointers (the S warps' loader writes it; the PV warps' loader reads it,
-// and so do the S warps' latent copies: two fewer 64-bit pointers held across a tile, which is
-// what keeps the sm_120a object free of spills; cuda/NOTES.md v31). Other splits (MLAV_WS_SSTAGES,
-// MLAV_WS_STAGES) give P its own 8 KB; MLAV_WS_VKEYS=64, MLAV_WS_SLAT=0, MLAV_WS_HANDOFF=0 and
-// MLAV_WS_QL1=2 give v31's other measured forms.
+// 2 x 4 KB, row max / sum exchange, row factors and draft bits. This is v30's form (each group
+// runs its own loader), the fastest under the card's emulated tensor rate (cuda/NOTES.md v37);
+// v31-v36's default added a hand-over table of the next tile's 64 latent-row pointers (the S
+// warps' loader writes it, the PV warps' loader and the S warps' latent copies read it) and
+// 32-key V chunks: -DMLAV_WS_VKEYS=32 -DMLAV_WS_SLAT=1 -DMLAV_WS_HANDOFF=1. Other splits
+// (MLAV_WS_SSTAGES, MLAV_WS_STAGES) give P its own 8 KB; MLAV_WS_QL1=2 gives v31's other form.
 #include <cuda_runtime.h>
 
 #include "cuda/cuda_check.h"
@@ -52,8 +51,10 @@ constexpr int kSParts = kLatParts + kRopeDim / kCols;  // 18: + 2 k_pe chunks
 constexpr int kVParts = kLatParts;                     // 16 column chunks of V per tile
 // MLAV_WS_VKEYS=32: the V ring's chunks are 32 keys x 32 columns (2 KB; a column chunk's two key
 // halves in consecutive steps), so the same bytes keep more of them in flight (cuda/NOTES.md v31).
+// The default is v30's 64 keys: under the card's emulated tensor rate the 32-key chunks cost the
+// compute-bound workloads 12-16%, and chain4, which they helped, goes to ring 4 (NOTES v37).
 #ifndef MLAV_WS_VKEYS
-#define MLAV_WS_VKEYS 32
+#define MLAV_WS_VKEYS 64
 #endif
 constexpr int kVKeys = MLAV_WS_VKEYS;
 static_assert(kVKeys == 64 || kVKeys == 32, "a tile's keys or half of them");
@@ -70,7 +71,7 @@ constexpr int kQL1 = MLAV_WS_QL1;
 // MLAV_WS_SLAT=1: the S warps' loader reads each key's latent row from the hand-over table at
 // every copy instead of holding it in registers across the tile (cuda/NOTES.md v31).
 #ifndef MLAV_WS_SLAT
-#define MLAV_WS_SLAT 1
+#define MLAV_WS_SLAT 0
 #endif
 constexpr bool kSLat = MLAV_WS_SLAT != 0;
 // MLAV_WS_ROW_EARLY=1 (with MLAV_WS_SLAT): an S step reads the key's latent row from the table
@@ -83,9 +84,13 @@ constexpr bool kSLat = MLAV_WS_SLAT != 0;
 #endif
 static_assert(MLAV_WS_ROW_EARLY >= 0 && MLAV_WS_ROW_EARLY <= 2, "0, 1 or 2");
 constexpr bool kRowEarly = kSLat && MLAV_WS_ROW_EARLY != 0;
-// MLAV_WS_HANDOFF=0: the PV warps run their own loader (v30's form; no 512-byte row table).
+// MLAV_WS_HANDOFF=0: the PV warps run their own loader (v30's form; no 512-byte row table). The
+// default since v37: the hand-over made the PV warps wait on the S warps' table, 4-9% of the
+// compute-bound workloads' time at the card's emulated rate. v31-v36's form is
+// -DMLAV_WS_VKEYS=32 -DMLAV_WS_SLAT=1 -DMLAV_WS_HANDOFF=1 (free of spills on sm_120a; today's
+// default spills 4 bytes there, one reload per tile in the PV warps).
 #ifndef MLAV_WS_HANDOFF
-#define MLAV_WS_HANDOFF 1
+#define MLAV_WS_HANDOFF 0
 #endif
 static_assert(MLAV_WS_HANDOFF != 0 || MLAV_WS_SLAT == 0,
               "MLAV_WS_SLAT reads the hand-over's table");

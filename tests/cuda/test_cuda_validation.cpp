@@ -389,6 +389,21 @@ TEST(CudaSupport, SuggestedSplitsUseSmCountAndResidency) {
   EXPECT_EQ(suggest_num_splits(1, 1, 1, 64 * 8, 188, 4), 2);
 }
 
+// MLAV_MMA2_RING=ws sends a batch of one 64-row tile per request to ring 4 (cuda/NOTES.md v37),
+// unless MLAV_WS_ROUTE=0; the other rings pass through; a bad MLAV_WS_ROUTE is refused by name.
+TEST(CudaSupport, WsRouteSendsOneRowTileBatchesToRing4) {
+  EXPECT_EQ(row_tiles(4, 16), 1);  // v3-tp8-chain4: 16 heads x 4 draft tokens
+  EXPECT_EQ(route_mma2_ring(kMma2RingWs, row_tiles(4, 16), nullptr), kMma2RingDefault);
+  EXPECT_EQ(route_mma2_ring(kMma2RingWs, row_tiles(4, 16), "1"), kMma2RingDefault);
+  EXPECT_EQ(route_mma2_ring(kMma2RingWs, row_tiles(16, 8), ""), kMma2RingWs);  // k2-tp8-tree16
+  EXPECT_EQ(route_mma2_ring(kMma2RingWs, row_tiles(32, 16), nullptr), kMma2RingWs);
+  EXPECT_EQ(route_mma2_ring(kMma2RingWs, row_tiles(4, 16), "0"), kMma2RingWs);
+  EXPECT_EQ(route_mma2_ring(3, 1, nullptr), 3);
+  EXPECT_EQ(route_mma2_ring(2, 1, "0"), 2);
+  mlaverify::testing::expect_invalid([] { route_mma2_ring(kMma2RingWs, 2, "yes"); },
+                                     "MLAV_WS_ROUTE", -1);
+}
+
 // The sm_120 kernel's pipeline knobs: defaults, every compiled pair, and a named refusal of
 // anything else (never a silent substitute).
 TEST(CudaSupport, Mma2RingL1AndCarveoutChoices) {
