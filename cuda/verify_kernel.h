@@ -47,10 +47,11 @@ static_assert(partial_smem_bytes(kStagesSm120 + 1, kColsSm120) > kSm120SmemLimit
 // both partial_smem_bytes(2, 64); 4 with P in the ring holds only Q's latent columns (its k_pe
 // fragments come from global memory) and a 64-entry table of Q row offsets.
 // MLAV_MMA2_RING=ws (kMma2RingWs): the warp-specialized experiment (verify_partial_ws.cu, NOTES
-// v30, v31): Q's latent columns, 32 KB of chunk buffers (the S warps' ring of six 64-key x
-// 32-column chunks with P over two of them, the PV warps' of four 32-key x 32-column ones), row
-// max and two tiles' row sums for 2 halves, row scale and 1 / l, draft visibility, the next
-// tile's 64 KV row pointers.
+// v30, v31, v37): Q's latent columns, 32 KB of chunk buffers (the S warps' ring of six 64-key x
+// 32-column chunks with P over two of them, the PV warps' of two such chunks, or four of 32 keys
+// in v31's form), row max and two tiles' row sums for 2 halves, row scale and 1 / l, draft
+// visibility, and room for v31's table of the next tile's 64 KV row pointers (the count below
+// is the largest form's; the kernel asserts its own bytes fit).
 inline constexpr int kMma2RingWs = 8;
 constexpr int sm120_smem_bytes(int ring) {
   if (ring == kMma2RingWs)
