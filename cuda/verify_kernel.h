@@ -138,7 +138,7 @@ int choose_mma2_ring(const char* requested);
 bool mma2_ws_compiled();
 // MLAV_MMA2_RING=ws routes a batch whose requests each fit one 64-row tile (num_heads x
 // max_draft <= 64: chain4's 16 heads x 4) to ring 4: every KV tile then serves one row tile, the
-// stream binds, and ring 4 is 1.12-1.27x faster there than the ws kernel (cuda/NOTES.md v37).
+// stream binds, and ring 4 is 1.12-1.38x faster there than the ws kernel (cuda/NOTES.md v37).
 // `requested` is MLAV_WS_ROUTE: null, "" or "1" routes, "0" keeps ws on every batch (to measure
 // it); anything else is InvalidInput naming the variable. Other rings pass through.
 int route_mma2_ring(int ring, int64_t row_tiles_per_request, const char* requested);

@@ -12,7 +12,8 @@
 // The S warps hold no O and the PV warps no Q, so setmaxnreg moves registers from the first to
 // the others (needs sm_90a / sm_120a). Each group streams its own chunks (K and k_pe for the S
 // warps, V for the PV warps) through its own cp.async ring of 32-column chunks of 64 keys (4 KB;
-// the V ring's 8 KB hold two), synchronised within the group by a named barrier per chunk. The groups meet twice per tile, on named barriers: "P full" (S warps
+// the V ring's 8 KB hold two), synchronised within the group by a named barrier per chunk. The
+// groups meet twice per tile, on named barriers: "P full" (S warps
 // arrive when P and the row factors of tile j are in smem; PV warps wait) and "P empty" (PV
 // warps arrive once P's fragments and the next tile's KV rows are in registers; the S warps wait
 // before re-filling P's bytes, or before writing the next P where P has its own).
