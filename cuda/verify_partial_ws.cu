@@ -52,8 +52,9 @@ constexpr int kSParts = kLatParts + kRopeDim / kCols;  // 18: + 2 k_pe chunks
 constexpr int kVParts = kLatParts;                     // 16 column chunks of V per tile
 // MLAV_WS_VKEYS=32: the V ring's chunks are 32 keys x 32 columns (2 KB; a column chunk's two key
 // halves in consecutive steps), so the same bytes keep more of them in flight (cuda/NOTES.md v31).
-// The default is v30's 64 keys: under the card's emulated tensor rate the 32-key chunks cost the
-// compute-bound workloads 12-16%, and chain4, which they helped, goes to ring 4 (NOTES v37).
+// The default is v30's 64 keys: under the card's emulated tensor rate the 32-key chunks cost v30's
+// form 21-27% on the compute-bound workloads, and chain4, which they helped, goes to ring 4
+// (NOTES v37).
 #ifndef MLAV_WS_VKEYS
 #define MLAV_WS_VKEYS 64
 #endif
@@ -86,8 +87,8 @@ constexpr bool kSLat = MLAV_WS_SLAT != 0;
 static_assert(MLAV_WS_ROW_EARLY >= 0 && MLAV_WS_ROW_EARLY <= 2, "0, 1 or 2");
 constexpr bool kRowEarly = kSLat && MLAV_WS_ROW_EARLY != 0;
 // MLAV_WS_HANDOFF=0: the PV warps run their own loader (v30's form; no 512-byte row table). The
-// default since v37: the hand-over made the PV warps wait on the S warps' table, 4-9% of the
-// compute-bound workloads' time at the card's emulated rate. v31-v36's form is
+// default since v37: the hand-over made the PV warps wait on the S warps' table, +5-9% on the
+// compute-bound workloads at the card's emulated rate. v31-v36's form is
 // -DMLAV_WS_VKEYS=32 -DMLAV_WS_SLAT=1 -DMLAV_WS_HANDOFF=1 (free of spills on sm_120a; today's
 // default spills 4 bytes there, one reload per tile in the PV warps).
 #ifndef MLAV_WS_HANDOFF
