@@ -1047,6 +1047,9 @@ constexpr auto kWsKernel = verify_partial_ws<kWsS, kWsV>;
 #if !defined(MLAV_WS_STAGES) && !defined(MLAV_WS_VSTAGES)
 static_assert(kWsSmem <= sm120_smem_bytes(kMma2RingWs), "verify_kernel.h's byte count");
 static_assert(kWsSmem <= kSm120SmemLimit, "sm_120 budget");
+static_assert(ws::kQL1 != 0 ||
+                  ws::v_ring<kWsV>() == (ws::kVKeys == 64 ? ws_ring::kVRing64 : ws_ring::kVRing),
+              "the V ring tests/cuda/test_ws_ring.cpp runs");
 #endif
 }  // namespace
 

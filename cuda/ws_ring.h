@@ -84,11 +84,12 @@ MLAV_WS_RING_FN bool operator==(Ring a, Ring b) {
 
 // The shapes the kernel builds (verify_partial_ws.cu asserts its rings against these): a tile's
 // 16 latent and 2 k_pe chunks of 64 keys x 32 columns; the S ring of 6 with P over it, one part
-// per step or two (MLAV_WS_SPAIR); the V ring of 4 half-tile chunks, 32 steps per tile
-// (MLAV_WS_VKEYS=32).
+// per step or two (MLAV_WS_SPAIR); the V ring of 2 whole-tile chunks, 16 steps per tile (the
+// default since cuda/NOTES.md v37), or of 4 half-tile chunks, 32 steps (MLAV_WS_VKEYS=32).
 inline constexpr int kLatParts = 16;
 inline constexpr Ring kSRingBy1{6, 18, 1, true};
 inline constexpr Ring kSRingBy2{6, 18, 2, true};
+inline constexpr Ring kVRing64{2, 16, 1, false};
 inline constexpr Ring kVRing{4, 32, 1, false};
 
 }  // namespace mlaverify::cuda::ws_ring

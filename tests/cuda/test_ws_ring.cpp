@@ -142,7 +142,7 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 TEST(WsRing, KernelRingsHoldOverManyTiles) {
-  for (const Ring r : {kSRingBy1, kSRingBy2, kVRing})
+  for (const Ring r : {kSRingBy1, kSRingBy2, kVRing64, kVRing})
     for (int tiles : {1, 2, 3, 7}) {
       const auto bad = run(r, tiles).bad;
       EXPECT_TRUE(bad.empty()) << "stages " << r.stages << " width " << r.width << ", " << tiles
@@ -182,6 +182,7 @@ TEST(WsRing, WaitsBeyondTheStepsOwnChunks) {
   EXPECT_TRUE(exact.bad.empty()) << joined(exact.bad);
   EXPECT_TRUE(exact.slack.empty()) << joined(exact.slack);
   EXPECT_TRUE(run(kSRingBy2, 3).slack.empty()) << joined(run(kSRingBy2, 3).slack);
+  EXPECT_TRUE(run(kVRing64, 3).slack.empty()) << joined(run(kVRing64, 3).slack);
   EXPECT_TRUE(run(kVRing, 3).slack.empty()) << joined(run(kVRing, 3).slack);
 }
 
