@@ -240,9 +240,11 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
 #endif
   // Read once per initialize, never per launch.
   variant_ = choose_variant(std::getenv("MLAV_CUDA_KERNEL"), major, minor, kHopperCompiled);
+  // The sm_120-sized kernel's ring, worked out once (its environment is read only for that kernel).
+  const int ring = variant_ == KernelVariant::Mma2 ? mma2_ring_for(p) : kMma2RingDefault;
   const int need = variant_ == KernelVariant::Wgmma  ? kWgmmaSmemBytes
                    : variant_ == KernelVariant::Mma6 ? partial_smem_bytes(kStagesSm90, kColsSm90)
-                                                     : sm120_smem_bytes(mma2_ring_for(p));
+                                                     : sm120_smem_bytes(ring);
   if (optin < need)
     throw Unsupported("cuda verify kernel: device allows " + std::to_string(optin) +
                       " bytes of shared memory per block, the " + variant_name() +
@@ -254,7 +256,7 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   mma2_ring_ = kMma2RingDefault;
   mma2_l1_ = 0;
   if (variant_ == KernelVariant::Mma2) {
-    mma2_ring_ = mma2_ring_for(p);
+    mma2_ring_ = ring;
     mma2_l1_ = choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), mma2_ring_);
     int per_sm = 0;
     CUDA_CHECK(
