@@ -1,14 +1,13 @@
 #!/bin/bash
-# v38 call 17, the README table's second half: the same round of our kernels as call 16 (r = 2),
-# FlashInfer fa3 (the wgmma kernel's class) and fa2 in the shape an sm_120 part gives it
-# (scripts/peer_fa2_sm120.sh, 101,376 bytes per SM) on the nine, the same call.
+# v38 call 17, the README table's second half: the same round of our kernels as call 16 (r = 2)
+# and fa2 in the shape an sm_120 part gives it (scripts/peer_fa2_sm120.sh, 101,376 bytes per
+# SM) on the nine, the same call.
 #   carry [".device/k16", ".device/mixpeer"] (build16.sh's)
 CALL16_LIB=1 source bench/results/2026-12-06-v38/call16.sh
 O=/tmp/o17
 rm -rf $O && mkdir -p $O
 main() {
   bench_round 2
-  peer fa3 NO_TRITON=1
   PEER=.device/mixpeer OUT=$O/peer_sm120 PEER_MAIN=0 timeout 220 scripts/peer_fa2_sm120.sh \
     --workloads $W > $O/peer_sm120_run.txt 2>&1
   echo "fa2 sm120 shape rc=$?"
