@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""The README's side-by-side kernel table, from a device call's raw output (no hand-copied numbers).
+
+usage: scripts/readme_table.py CALL_DIR [CALL_DIR ...]
+
+Each CALL_DIR is an unpacked bench/results/<date>/callN folder as scripts/device_call_lib.sh
+leaves it: bench_<kernel>_<plan>_<round>.txt from verify_bench (kernel r4 | ws | mma6 | wg, plan
+uni | bal) and peer_<name>/peer_results.json from the peer benchmark (fa2, fa3, sm120 for fa2 in
+the sm_120 shape). Our kernels' cell is the mean over the rounds found (all CALL_DIRs together)
+of verify_bench's median; a peer's cell is its CUDA-graph median (fi_graph_cold_us,
+torch_graph_cold_us). The six SPEC workloads take the uniform plan, the mixed batches the
+balanced one. "of roof" is the roofline time verify_bench printed (measured ceilings of the same
+run, averaged over rounds) over the kernel's time. A cell with no data prints as "–".
+"""
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+SIX = ["k2-tp8-tree16", "v3-tp8-tree32", "v3-tp8-chain4", "k2-tp8-ddtree128", "v3-tp1-tree8",
+       "long-ctx"]
+MIXED = ["mix-long-short", "mix-64x100-4000", "mix-p0-p1-p4097"]
+KERNELS = {"wg": "wgmma", "mma6": "mma.sync ×6 (228 KB)", "r4": "sm_120 (ring 4)",
+           "ws": "ws experiment"}
+PEERS = {"fa2": "fa2, 228 KB", "sm120": "fa2, sm_120 shape", "fa3": "fa3"}
+
+
+def die(msg):
+    print(f"readme_table: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def read_bench(path):
+    """{workload: (us, roof_us)} from one verify_bench output."""
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if parts and parts[0] in SIX + MIXED and len(parts) >= 6:
+                try:
+                    rows[parts[0]] = (float(parts[2]), float(parts[5]))
+                except ValueError:
+                    die(f"{path}: workload {parts[0]}: columns 3 and 6 are not numbers")
+    return rows
+
+
+def main(dirs):
+    if not dirs:
+        die("usage: readme_table.py CALL_DIR [CALL_DIR ...]")
+    ours = {}   # (kernel, plan) -> workload -> [(us, roof)]
+    peers = {}  # peer -> workload -> {fi, torch}
+    gpus = set()
+    for d in dirs:
+        if not os.path.isdir(d):
+            die(f"{d}: not a folder")
+        for path in sorted(glob.glob(os.path.join(d, "bench_*_*_*.txt"))):
+            m = re.fullmatch(r"bench_(r4|ws|mma6|wg)_(uni|bal)_(\d+)\.txt", os.path.basename(path))
+            if not m:
+                continue
+            with open(path) as f:
+                head = f.readline()
+            gpus.add(re.sub(r"^device:\s*", "", head.split(",")[0], flags=re.I).strip())
+            for w, v in read_bench(path).items():
+                ours.setdefault((m[1], m[2]), {}).setdefault(w, []).append(v)
+        for name in PEERS:
+            path = os.path.join(d, f"peer_{name}", "peer_results.json")
+            if not os.path.exists(path):
+                continue
+            with open(path) as f:
+                data = json.load(f)
+            gpus.add(data["env"]["gpu"])
+            for i, r in enumerate(data["results"]):
+                if "name" not in r:
+                    die(f"{path}: results[{i}]: no name")
+                peers.setdefault(name, {})[r["name"]] = r
+    if not ours:
+        die(f"{', '.join(dirs)}: no bench_<kernel>_<plan>_<round>.txt")
+
+    def cell(kernel, w, frac=False):
+        plan = "uni" if w in SIX else "bal"
+        runs = ours.get((kernel, plan), {}).get(w)
+        if not runs:
+            return "–"
+        us = statistics.mean(u for u, _ in runs)
+        roof = statistics.mean(r for _, r in runs)
+        return f"{roof / us:.0%}" if frac else f"{us:.1f}"
+
+    def peer_cell(name, w, key="fi_graph_cold_us"):
+        v = peers.get(name, {}).get(w, {}).get(key)
+        return "–" if v is None else f"{v:.0f}"
+
+    def roof_us(w):
+        runs = [r for k in ours for r in ours[k].get(w, [])]
+        return f"{statistics.mean(r for _, r in runs):.1f}" if runs else "–"
+
+    cols = ["workload", "roofline µs", KERNELS["wg"], "of roof", KERNELS["mma6"], KERNELS["r4"],
+            "of roof", KERNELS["ws"]] + [PEERS[p] for p in PEERS] + ["PyTorch"]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for w in SIX + MIXED:
+        row = [w, roof_us(w), cell("wg", w), cell("wg", w, True), cell("mma6", w), cell("r4", w),
+               cell("r4", w, True), cell("ws", w)]
+        row += [peer_cell(p, w) for p in PEERS]
+        torch = [peer_cell(p, w, "torch_graph_cold_us") for p in PEERS]
+        row.append(next((t for t in torch if t != "–"), "–"))
+        print("| " + " | ".join(row) + " |")
+    rounds = sorted({len(v) for k in ours for v in ours[k].values()})
+    print(f"\n(GPU: {', '.join(sorted(gpus))}; our kernels: mean of {'/'.join(map(str, rounds))} "
+          f"round(s) of medians)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
