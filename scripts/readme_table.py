@@ -7,10 +7,11 @@ Each CALL_DIR is an unpacked bench/results/<date>/callN folder as scripts/device
 leaves it: bench_<kernel>_<plan>_<round>.txt from verify_bench (kernel r4 | ws | mma6 | wg, plan
 uni | bal) and peer_<name>/peer_results.json from the peer benchmark (fa2, fa3, sm120 for fa2 in
 the sm_120 shape). Our kernels' cell is the mean over the rounds found (all CALL_DIRs together)
-of verify_bench's median; a peer's cell is its CUDA-graph median (fi_graph_cold_us,
-torch_graph_cold_us). The six SPEC workloads take the uniform plan, the mixed batches the
-balanced one. "of roof" is the roofline time verify_bench printed (measured ceilings of the same
-run, averaged over rounds) over the kernel's time. A cell with no data prints as "–".
+of verify_bench's median; a peer's cell is its CUDA-graph median (fi_graph_cold_us; PyTorch's
+and Triton's, torch_graph_cold_us and triton_graph_cold_us, from the first peer folder that has
+them). The six SPEC workloads take the uniform plan, the mixed batches the balanced one. "of
+roof" is the roofline time verify_bench printed (measured ceilings of the same run, averaged over
+rounds) over the kernel's time. A cell with no data prints as "–".
 """
 import glob
 import json
@@ -96,15 +97,16 @@ def main(dirs):
         return f"{statistics.mean(r for _, r in runs):.1f}" if runs else "–"
 
     cols = ["workload", "roofline µs", KERNELS["wg"], "of roof", KERNELS["mma6"], KERNELS["r4"],
-            "of roof", KERNELS["ws"]] + [PEERS[p] for p in PEERS] + ["PyTorch"]
+            "of roof", KERNELS["ws"]] + [PEERS[p] for p in PEERS] + ["PyTorch", "SGLang Triton"]
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for w in SIX + MIXED:
         row = [w, roof_us(w), cell("wg", w), cell("wg", w, True), cell("mma6", w), cell("r4", w),
                cell("r4", w, True), cell("ws", w)]
         row += [peer_cell(p, w) for p in PEERS]
-        torch = [peer_cell(p, w, "torch_graph_cold_us") for p in PEERS]
-        row.append(next((t for t in torch if t != "–"), "–"))
+        for key in ("torch_graph_cold_us", "triton_graph_cold_us"):
+            cells = [peer_cell(p, w, key) for p in PEERS]
+            row.append(next((c for c in cells if c != "–"), "–"))
         print("| " + " | ".join(row) + " |")
     rounds = sorted({len(v) for k in ours for v in ours[k].values()})
     print(f"\n(GPU: {', '.join(sorted(gpus))}; our kernels: mean of {'/'.join(map(str, rounds))} "
