@@ -11,7 +11,7 @@ of verify_bench's median; a peer's cell is its CUDA-graph median (fi_graph_cold_
 and Triton's, torch_graph_cold_us and triton_graph_cold_us, from the first peer folder that has
 them). The six SPEC workloads take the uniform plan, the mixed batches the balanced one. "of
 roof" is the roofline time verify_bench printed (measured ceilings of the same run, averaged over
-rounds) over the kernel's time. A cell with no data prints as "–".
+rounds) over the kernel's time. A cell with no data prints as "–"; a column with none is left out.
 """
 import glob
 import json
@@ -98,8 +98,7 @@ def main(dirs):
 
     cols = ["workload", "roofline µs", KERNELS["wg"], "of roof", KERNELS["mma6"], KERNELS["r4"],
             "of roof", KERNELS["ws"]] + [PEERS[p] for p in PEERS] + ["PyTorch", "SGLang Triton"]
-    print("| " + " | ".join(cols) + " |")
-    print("|" + "---|" * len(cols))
+    rows = []
     for w in SIX + MIXED:
         row = [w, roof_us(w), cell("wg", w), cell("wg", w, True), cell("mma6", w), cell("r4", w),
                cell("r4", w, True), cell("ws", w)]
@@ -107,7 +106,13 @@ def main(dirs):
         for key in ("torch_graph_cold_us", "triton_graph_cold_us"):
             cells = [peer_cell(p, w, key) for p in PEERS]
             row.append(next((c for c in cells if c != "–"), "–"))
-        print("| " + " | ".join(row) + " |")
+        rows.append(row)
+    # A column no folder had data for (a peer not run) is left out.
+    keep = [i for i in range(len(cols)) if i == 0 or any(r[i] != "–" for r in rows)]
+    print("| " + " | ".join(cols[i] for i in keep) + " |")
+    print("|" + "---|" * len(keep))
+    for r in rows:
+        print("| " + " | ".join(r[i] for i in keep) + " |")
     rounds = sorted({len(v) for k in ours for v in ours[k].values()})
     print(f"\n(GPU: {', '.join(sorted(gpus))}; our kernels: mean of {'/'.join(map(str, rounds))} "
           f"round(s) of medians)")
