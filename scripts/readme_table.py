@@ -26,6 +26,7 @@ MIXED = ["mix-long-short", "mix-64x100-4000", "mix-p0-p1-p4097"]
 KERNELS = {"wg": "wgmma", "mma6": "mma.sync ×6 (228 KB)", "r4": "sm_120 (ring 4)",
            "ws": "ws experiment"}
 PEERS = {"fa2": "fa2, 228 KB", "sm120": "fa2, sm_120 shape", "fa3": "fa3"}
+PEER_KEYS = ("fi_graph_cold_us", "torch_graph_cold_us", "triton_graph_cold_us")
 
 
 def die(msg):
@@ -36,7 +37,7 @@ def die(msg):
 def read_bench(path):
     """{workload: (us, roof_us)} from one verify_bench output."""
     rows = {}
-    with open(path) as f:
+    with open(path, errors="replace") as f:
         for line in f:
             parts = line.split()
             if parts and parts[0] in SIX + MIXED and len(parts) >= 6:
@@ -51,7 +52,7 @@ def main(dirs):
     if not dirs:
         die("usage: readme_table.py CALL_DIR [CALL_DIR ...]")
     ours = {}   # (kernel, plan) -> workload -> [(us, roof)]
-    peers = {}  # peer -> workload -> {fi, torch}
+    peers = {}  # peer -> workload -> that workload's result object
     gpus = set()
     for d in dirs:
         if not os.path.isdir(d):
@@ -60,7 +61,7 @@ def main(dirs):
             m = re.fullmatch(r"bench_(r4|ws|mma6|wg)_(uni|bal)_(\d+)\.txt", os.path.basename(path))
             if not m:
                 continue
-            with open(path) as f:
+            with open(path, errors="replace") as f:
                 head = f.readline()
             gpus.add(re.sub(r"^device:\s*", "", head.split(",")[0], flags=re.I).strip())
             for w, v in read_bench(path).items():
@@ -69,12 +70,25 @@ def main(dirs):
             path = os.path.join(d, f"peer_{name}", "peer_results.json")
             if not os.path.exists(path):
                 continue
-            with open(path) as f:
-                data = json.load(f)
-            gpus.add(data["env"]["gpu"])
-            for i, r in enumerate(data["results"]):
-                if "name" not in r:
-                    die(f"{path}: results[{i}]: no name")
+            try:
+                with open(path) as f:
+                    data = json.load(f)
+            except (OSError, ValueError) as e:
+                die(f"{path}: not readable as JSON ({e})")
+            if not isinstance(data, dict):
+                die(f"{path}: not a JSON object")
+            env, results = data.get("env"), data.get("results")
+            if not isinstance(env, dict) or not isinstance(env.get("gpu"), str):
+                die(f"{path}: env.gpu: missing or not a string")
+            if not isinstance(results, list):
+                die(f"{path}: results: missing or not a list")
+            gpus.add(env["gpu"])
+            for i, r in enumerate(results):
+                if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+                    die(f"{path}: results[{i}].name: missing or not a string")
+                for key in PEER_KEYS:
+                    if r.get(key) is not None and not isinstance(r[key], (int, float)):
+                        die(f"{path}: results[{i}].{key}: not a number")
                 peers.setdefault(name, {})[r["name"]] = r
     if not ours:
         die(f"{', '.join(dirs)}: no bench_<kernel>_<plan>_<round>.txt")
