@@ -173,8 +173,12 @@ constexpr int kBarS = 1, kBarPv = 2, kBarFull = 3, kBarEmpty = 4;
 // S threads arrive), "P empty" once per tile but the last (256 PV threads); tile t waits for
 // parity t & 1 and (t - 1) & 1. Neither side can run a phase ahead of the other's wait: the S
 // warps arrive "P full" of tile t + 1 only after waiting "P empty" of tile t, which the PV warps
-// arrive after waiting "P full" of tile t. Off by default: the PV warps' try_wait costs their
-// sm_120a object 72 bytes of spills (v33; the S side's waits and either side's arrivals none).
+// arrive after waiting "P full" of tile t. Off by default: at the card's emulated tensor rate
+// (K = 2) it is 1-9% slower than the named barriers (v38). Its spills are gone since v37 (tile
+// 0's slot read after setmaxnreg: 0 bytes on sm_120a, 8 on sm_90a; v33 had 72 on sm_120a).
+// The groups' last meeting (the PV warps read each row's 1 / l) is a bar.sync without a thread
+// count in this form, the form racecheck models as __syncthreads: with the count, v38's run
+// showed racecheck's displayed reports all there. Built, not yet run (NOTES.md v38).
 #ifndef MLAV_WS_MBAR
 #define MLAV_WS_MBAR 0
 #endif
@@ -238,6 +242,14 @@ __device__ __forceinline__ void bar_sync(int id, int n) {
 }
 __device__ __forceinline__ void bar_arrive(int id, int n) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+// Barrier 0 over the whole block, the groups' last meeting: counted (v30-v37) or, in the
+// mbarrier form, uncounted (see MLAV_WS_MBAR).
+__device__ __forceinline__ void block_sync() {
+  if constexpr (kMbar)
+    asm volatile("bar.sync 0;\n" ::: "memory");
+  else
+    bar_sync(0, kThreadsWs);
 }
 // The arriving side of a hand-over (MLAV_WS_SYNC2: it waits as well).
 __device__ __forceinline__ void handover_arrive(int id, int n) {
@@ -846,7 +858,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
                            rq * 32 + mt * 16 + frag_row + 8 * hr, l_run[mt][hr], m_run[mt][hr],
                            row_inv_l);
     }
-    bar_sync(0, kThreadsWs);  // the PV warps' epilogue reads row_inv_l
+    block_sync();  // the PV warps' epilogue reads row_inv_l
     return;
   }
 
@@ -996,7 +1008,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   }
 #endif
   cp_async_wait<0>();
-  bar_sync(0, kThreadsWs);  // 1 / l of every row (the S warps' epilogue)
+  block_sync();  // 1 / l of every row (the S warps' epilogue)
   // ---- the normalized partial (split_plan.h numerics 3) ----
   const int64_t partial = unit.split;
   const int64_t rows_total = p.max_total_q * H;
