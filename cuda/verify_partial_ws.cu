@@ -177,8 +177,8 @@ constexpr int kBarS = 1, kBarPv = 2, kBarFull = 3, kBarEmpty = 4;
 // (K = 2) it is 1-9% slower than the named barriers (v38). Its spills are gone since v37 (tile
 // 0's slot read after setmaxnreg: 0 bytes on sm_120a, 8 on sm_90a; v33 had 72 on sm_120a).
 // The groups' last meeting (the PV warps read each row's 1 / l) is a bar.sync without a thread
-// count in this form, the form racecheck models as __syncthreads: with the count, v38's run
-// showed racecheck's displayed reports all there. Built, not yet run (NOTES.md v38).
+// count in this form, which is __syncthreads' own form: with the count, v38's racecheck run
+// displayed all its reports there. Whether racecheck then follows it is not yet run (v38).
 #ifndef MLAV_WS_MBAR
 #define MLAV_WS_MBAR 0
 #endif
