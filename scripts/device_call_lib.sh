@@ -20,6 +20,7 @@
 #                           the output in $O/peer
 #   sass OBJ                an object's SASS instructions without their addresses (cuobjdump)
 #   sass_diff TAG A B       compares two objects' SASS: instruction lines of each, lines differing
+#   pack                    packs $O into $OUT/callN.tgz as it stands (after a step)
 #   finish                  gzips the logs and packs $O into $OUT/callN.tgz (the device tool
 #                           brings back a bounded number of files)
 call_n=$1
@@ -80,7 +81,10 @@ sass_diff() {
     "$(diff "$O/$1_a.sass" "$O/$1_b.sass" | grep -c '^[<>]')"
   rm "$O/$1_a.sass" "$O/$1_b.sass"
 }
+# What is done so far, packed where the device tool picks it up (finish does it last; a call can
+# pack after each step, so one cut off at its limit still returns the steps before).
+pack() { tar czf "$OUT/call$call_n.tgz" -C "$O" .; }
 finish() {
   gzip -f "$O"/*.log 2>/dev/null
-  tar czf "$OUT/call$call_n.tgz" -C "$O" .
+  pack
 }

@@ -5,9 +5,7 @@
 #   bash bench/results/2026-12-06-v38/build16.sh   then carry [".device/k16", ".device/mixpeer"]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-[ -f build-cuda/build.ninja ] || cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DMLAV_WITH_CUDA=ON -DMLAV_WS_KERNEL=ON
-MLAV_RESOURCE_CHECK=warn scripts/device_build.sh > /dev/null
+MLAV_WS_KERNEL=ON MLAV_RESOURCE_CHECK=warn scripts/device_build.sh > /dev/null
 rm -rf /tmp/k16 && mkdir -p /tmp/k16 .device/k16
 cp .device/verify_bench .device/cuda_tests /tmp/k16/
 tar czf .device/k16/bin.tgz -C /tmp/k16 .

@@ -5,9 +5,7 @@
 #   bash bench/results/2026-12-06-v38/build18.sh   then carry [".device/k18"]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-[ -f build-cuda/build.ninja ] || cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DMLAV_WITH_CUDA=ON -DMLAV_WS_KERNEL=ON
-MLAV_RESOURCE_CHECK=warn scripts/device_build.sh > /dev/null
+MLAV_WS_KERNEL=ON MLAV_RESOURCE_CHECK=warn scripts/device_build.sh > /dev/null
 LINK=tests/cuda/cuda_tests UNIT=verify_partial_ws scripts/variant_bench.sh wsM38 \
   cuda/verify_partial_ws.cu "-DMLAV_WS_MBAR=1" | grep -E 'spill|error' | sort | uniq -c | tr '\n' ' '
 echo "<- wsM38"

@@ -28,9 +28,6 @@ peer() {  # peer FI_BACKEND: FlashInfer on the nine (PyTorch and the ceilings in
   grep -E '^\| (k2|v3|long|mix)' "$O/peer_$1/peer_log.txt" | tail -9
   t "$1"
 }
-# What is done so far, packed where the device tool picks it up: a call cut off by its limit
-# still returns the steps before.
-ckpt() { tar czf "$OUT/call$call_n.tgz" -C "$O" .; }
 main() {
   filter='CudaLaws.*:*CudaGraph*:*h1_d1_p0*:*tile_edges*:*p1_splits2*:*draft_bits*:*balanced*'
   MLAV_MMA2_RING=4 run_tests mma2
@@ -41,11 +38,11 @@ main() {
     echo "$tool r4 rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' $O/$tool.log | tr '\n' ' ')"
   done
   t tests
-  ckpt
+  pack
   bench_round 1
-  ckpt
+  pack
   peer fa2
-  ckpt
+  pack
   # fa3 only while 235 s of the call's limit (LIMIT, seconds) are left (call 14's took 210 s).
   if [ $(( $(date +%s) - T0 + 235 )) -lt ${LIMIT:-575} ]; then peer fa3; else echo 'fa3 skipped: time'; fi
 }

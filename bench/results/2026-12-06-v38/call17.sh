@@ -17,14 +17,14 @@ main() {
   echo "fa2 sm120 shape rc=$?"
   grep -E '^\| (k2|v3|long|mix)' $O/peer_sm120/peer_log.txt | tail -9
   t fa2_sm120
-  ckpt
+  pack
   filter='CudaLaws.*:*CudaGraph*:*h1_d1_p0*:*tile_edges*:*p1_splits2*:*draft_bits*:*balanced*'
   MLAV_MMA2_RING=ws MLAV_WS_ROUTE=0 run_tests mma2 cuda_tests_wsM1
   MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=ws MLAV_WS_ROUTE=0 timeout 120 compute-sanitizer \
     --tool racecheck --error-exitcode 9 $B/cuda_tests_wsM1 --gtest_filter="$filter" > $O/racecheck_wsM.log 2>&1
   echo "racecheck wsM rc=$?: $(grep -E 'RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' $O/racecheck_wsM.log | tr '\n' ' ')"
   t tests
-  ckpt
+  pack
   export MLAV_WS_ROUTE=0
   MLAV_MMA2_RING=4 run_bench r4_uni_2 mma2 uniform
   MLAV_MMA2_RING=ws run_bench ws0_uni_2 mma2 uniform
