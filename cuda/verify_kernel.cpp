@@ -253,10 +253,9 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   if (variant_ == KernelVariant::Wgmma) detail::prepare_partial_wgmma();
   if (variant_ == KernelVariant::Mma6) detail::prepare_partial_stages6();
 #endif
-  mma2_ring_ = kMma2RingDefault;
+  mma2_ring_ = ring;  // the default for the other kernels, whose launches never read it
   mma2_l1_ = 0;
   if (variant_ == KernelVariant::Mma2) {
-    mma2_ring_ = ring;
     mma2_l1_ = choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), mma2_ring_);
     int per_sm = 0;
     CUDA_CHECK(

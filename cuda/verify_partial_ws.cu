@@ -179,11 +179,16 @@ constexpr int kBarS = 1, kBarPv = 2, kBarFull = 3, kBarEmpty = 4;
 // The groups' last meeting (the PV warps read each row's 1 / l) is a bar.sync without a thread
 // count in this form, which is __syncthreads' own form: with the count, v38's racecheck run
 // displayed all its reports there. Whether racecheck then follows it is not yet run (v38).
+// MLAV_WS_MBAR=2: the same hand-overs with one arrival per warp instead of per thread (counts 4
+// and 8; __syncwarp orders the warp's shared-memory accesses before lane 0's release): v38's cost
+// at K = 2 lies on the P.V warps' path, where each tile's "P empty" took 256 arrivals on one
+// barrier word (cuda/NOTES.md v39).
 #ifndef MLAV_WS_MBAR
 #define MLAV_WS_MBAR 0
 #endif
-static_assert(MLAV_WS_MBAR == 0 || MLAV_WS_MBAR == 1, "0 or 1");
+static_assert(MLAV_WS_MBAR >= 0 && MLAV_WS_MBAR <= 2, "0, 1 or 2");
 constexpr bool kMbar = MLAV_WS_MBAR != 0;
+constexpr int kMbarLanes = MLAV_WS_MBAR == 2 ? 32 : 1;  // threads per arrival
 // MLAV_WS_SYNC2=1: the named-barrier hand-overs with bar.sync on both sides (the arriving side
 // waits too), the pattern racecheck follows (v30's probe: 0 hazards with bar.sync, 4 with
 // bar.arrive). What it costs: the S warps start the next tile's preamble (draft bits, Q's first
@@ -251,6 +256,16 @@ __device__ __forceinline__ void block_sync() {
   else
     bar_sync(0, kThreadsWs);
 }
+// An arrival on a hand-over's mbarrier: every thread's, or under MLAV_WS_MBAR=2 its warp's, by
+// lane 0 once the warp has converged (its lanes' P stores or P reads before lane 0's release).
+__device__ __forceinline__ void handover_mbar_arrive(uint32_t bar) {
+  if constexpr (kMbarLanes == 32) {
+    __syncwarp();
+    if ((threadIdx.x & 31) == 0) mbar_arrive(bar);
+  } else {
+    mbar_arrive(bar);
+  }
+}
 // The arriving side of a hand-over (MLAV_WS_SYNC2: it waits as well).
 __device__ __forceinline__ void handover_arrive(int id, int n) {
   if constexpr (MLAV_WS_SYNC2 != 0)
@@ -281,7 +296,7 @@ __device__ __forceinline__ int cswz(int row, int unit) { return unit ^ ((row >> 
 // Timing-only builds (-DMLAV_WS_TRACE; never the kernel): thread 0 of each group adds up
 // clock() cycles per block: [0] tiles, S warps: [1] loop, [2] chunk waits (wait_group and the
 // group barrier), [3] softmax to "P full", [4] the softmax's "P empty" wait (P in its own
-// buffer; with P over the S ring that wait is in step 0, counted in [1] only); PV warps: [5]
+// buffer, or with P over the S ring the same wait at step 0); PV warps: [5]
 // loop, [6] chunk waits, [7] the "P full" wait. Printed per launch at the next prepare and at
 // exit.
 constexpr unsigned kWsTraceBlocks = 4096;
@@ -330,8 +345,8 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   const uint32_t bar_full = sbase + L::kMbarOff, bar_empty = bar_full + 8;
   if constexpr (kMbar) {
     if (tid == 0) {
-      mbar_init(bar_full, kSThreads);
-      mbar_init(bar_empty, kPvThreads);
+      mbar_init(bar_full, kSThreads / kMbarLanes);
+      mbar_init(bar_empty, kPvThreads / kMbarLanes);
     }
     __syncthreads();
   }
@@ -566,10 +581,12 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
         if constexpr (ws_ring::waits_p_empty(kR, kPart)) {
           if (tile > 0) {
             // P's buffers are P's until the PV warps hold it in registers.
+            MLAV_WT(const unsigned we0 = static_cast<unsigned>(clock());)
             if constexpr (kMbar)
               mbar_wait(bar_empty, (tile - 1) & 1);
             else
               bar_sync(kBarEmpty, kThreadsWs);
+            MLAV_WT(wt[3] += static_cast<unsigned>(clock()) - we0;)
             if constexpr (kR.width == 1) {
               // the part the tile's last step left out (the ring step below issues the next)
               issue.template operator()<ws_ring::deferred_part(kR)>(ring + ws_ring::p_buffer(kR) *
@@ -733,7 +750,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
             }
         }
         if constexpr (kMbar)
-          mbar_arrive(bar_full);
+          handover_mbar_arrive(bar_full);
         else
           handover_arrive(kBarFull, kThreadsWs);
         continue;
@@ -829,7 +846,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
         }
       // P and the row factors of this tile are in smem
       if constexpr (kMbar)
-        mbar_arrive(bar_full);
+        handover_mbar_arrive(bar_full);
       else
         handover_arrive(kBarFull, kThreadsWs);
       MLAV_WT(wt[2] += static_cast<unsigned>(clock()) - ws0;)
@@ -969,7 +986,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
     }
     if (tile + 1 < num_tiles) {
       if constexpr (kMbar)
-        mbar_arrive(bar_empty);
+        handover_mbar_arrive(bar_empty);
       else
         handover_arrive(kBarEmpty, kThreadsWs);
     }
