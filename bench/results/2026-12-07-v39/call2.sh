@@ -3,7 +3,7 @@
 # ring 4, the named-barrier form, mbarriers with per-thread arrivals (v38: 1-9% slower than the
 # named form) and with one arrival per warp; then the same three ws forms with the per-block
 # trace (cycles per tile the S warps wait for "P empty" and the P.V warps for "P full"). On an
-# H200 (the machine) then the README's table: one round of ring 4, mma6 and wgmma
+# H200 (the machine) then the README's table: one round of ring 4, ws (routed), mma6 and wgmma
 # (uniform and balanced plans), FlashInfer fa2 (228 KB shape, its first step PyTorch and the
 # ceilings), fa3 and fa2 in the sm_120 shape on the nine, the same call.
 #   bash bench/results/2026-12-07-v39/build1.sh, then carry [".device/k2", ".device/mixpeer"]
@@ -32,6 +32,8 @@ main() {
   if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
     MLAV_MMA2_RING=4 run_bench r4_uni_1 mma2 uniform
     MLAV_MMA2_RING=4 run_bench r4_bal_1 mma2 balanced
+    MLAV_MMA2_RING=ws run_bench ws_uni_1 mma2 uniform
+    MLAV_MMA2_RING=ws run_bench ws_bal_1 mma2 balanced
     run_bench mma6_uni_1 mma6 uniform
     run_bench wg_uni_1 wgmma uniform
     run_bench wg_bal_1 wgmma balanced
