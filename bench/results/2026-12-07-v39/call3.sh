@@ -1,11 +1,11 @@
 #!/bin/bash
 # v39 call 3: calls 1 and 2's ws steps in one call, in order of need, each step packed as it ends
 # (machine starts failed first; what is left of the session's device time fits about one call):
-# this commit's cuda_tests on ring 4 and wgmma, memcheck on ring 4; the ws form with one mbarrier
-# arrival per warp (wsE1, MLAV_WS_ROUTE=0): cuda_tests and racecheck; one round at K = 1 of ring
-# 4 and the three ws forms; the same at K = 2 (v20c's emulation); the three ws forms' per-block
-# trace at K = 2; then, while the call's limit allows, racecheck of v38's per-thread form (wsM1)
-# and memcheck of wsE1.
+# this commit's cuda_tests on ring 4 and wgmma, memcheck on ring 4; one round of ring 4 and the
+# three ws forms (MLAV_WS_ROUTE=0) under v20c's emulation at K = 2, then at K = 1; the ws form with
+# one mbarrier arrival per warp (wsE1): cuda_tests and racecheck; the three ws forms' per-block
+# trace at K = 2; then, while the call's limit (LIMIT) allows, racecheck of v38's per-thread form
+# (wsM1) and memcheck of wsE1.
 #   bash bench/results/2026-12-07-v39/build1.sh, then carry [".device/k1", ".device/k2"]
 source scripts/device_call_lib.sh 1
 O=/tmp/o3
@@ -28,9 +28,11 @@ main() {
   t tests
   pack
   export MLAV_WS_ROUTE=0
-  MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_wsE1
-  san racecheck wsE1 cuda_tests_wsE1 ws
-  t racecheck
+  MLAV_MMA2_RING=4 run_bench r4_K2 mma2 uniform verify_bench_r4_2
+  MLAV_MMA2_RING=ws run_bench wsB_K2 mma2 uniform verify_bench_wsB2
+  MLAV_MMA2_RING=ws run_bench wsM_K2 mma2 uniform verify_bench_wsM2
+  MLAV_MMA2_RING=ws run_bench wsE_K2 mma2 uniform verify_bench_wsE2
+  t K2
   pack
   MLAV_MMA2_RING=4 run_bench r4_1 mma2 uniform
   MLAV_MMA2_RING=ws run_bench wsB_1 mma2 uniform
@@ -38,11 +40,9 @@ main() {
   MLAV_MMA2_RING=ws run_bench wsE_1 mma2 uniform verify_bench_wsE1
   t K1
   pack
-  MLAV_MMA2_RING=4 run_bench r4_K2 mma2 uniform verify_bench_r4_2
-  MLAV_MMA2_RING=ws run_bench wsB_K2 mma2 uniform verify_bench_wsB2
-  MLAV_MMA2_RING=ws run_bench wsM_K2 mma2 uniform verify_bench_wsM2
-  MLAV_MMA2_RING=ws run_bench wsE_K2 mma2 uniform verify_bench_wsE2
-  t K2
+  MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_wsE1
+  san racecheck wsE1 cuda_tests_wsE1 ws
+  t racecheck
   pack
   for v in wsTB2 wsTM2 wsTE2; do
     MLAV_MMA2_RING=ws MLAV_CUDA_KERNEL=mma2 MLAV_BENCH_PLAN=uniform timeout 60 $B/verify_bench_$v \
