@@ -295,10 +295,9 @@ __device__ __forceinline__ int cswz(int row, int unit) { return unit ^ ((row >> 
 #ifdef MLAV_WS_TRACE
 // Timing-only builds (-DMLAV_WS_TRACE; never the kernel): thread 0 of each group adds up
 // clock() cycles per block: [0] tiles, S warps: [1] loop, [2] chunk waits (wait_group and the
-// group barrier), [3] softmax to "P full", [4] the softmax's "P empty" wait (P in its own
-// buffer, or with P over the S ring the same wait at step 0); PV warps: [5]
-// loop, [6] chunk waits, [7] the "P full" wait. Printed per launch at the next prepare and at
-// exit.
+// group barrier), [3] softmax to "P full", [4] the "P empty" wait (the softmax's with P in its
+// own buffer, step 0's with P over the S ring); PV warps: [5] loop, [6] chunk waits, [7] the
+// "P full" wait. Printed per launch at the next prepare and at exit.
 constexpr unsigned kWsTraceBlocks = 4096;
 static __device__ unsigned long long g_ws_trace[kWsTraceBlocks][8];
 #define MLAV_WT(...) __VA_ARGS__
