@@ -1,6 +1,6 @@
 #!/bin/bash
-# v39 call 3: calls 1 and 2's ws steps in one call, in order of need, each step packed as it ends
-# (machine starts failed first; what is left of the session's device time fits about one call):
+# v39 call 3: the ws steps in one call, in order of need, each step packed as it ends (so a call
+# cut off at its limit returns what ran):
 # this commit's cuda_tests on ring 4 and wgmma, memcheck on ring 4; one round of ring 4 and the
 # three ws forms (MLAV_WS_ROUTE=0) under v20c's emulation at K = 2, then at K = 1; the ws form with
 # one mbarrier arrival per warp (wsE1): cuda_tests and racecheck; the three ws forms' per-block
@@ -12,19 +12,11 @@ O=/tmp/o3
 call_n=3
 rm -rf $O && mkdir -p $O
 tar xzf .device/k2/bin.tgz -C $B
-filter='CudaLaws.*:*CudaGraph*:*h1_d1_p0*:*tile_edges*:*p1_splits2*:*draft_bits*:*balanced*'
-san() {  # san TOOL TAG BIN RING: compute-sanitizer over the filtered cuda_tests
-  MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=$4 timeout 130 compute-sanitizer --tool $1 \
-    --error-exitcode 9 $B/$3 --gtest_filter="$filter" > $O/${1}_$2.log 2>&1
-  echo "$1 $2 rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' $O/${1}_$2.log | tr '\n' ' ')"
-  grep -E '^========= (Error|Race|Warning)' $O/${1}_$2.log | sort | uniq -c | sort -rn | head -3
-  grep -m3 -E '^=========     at .*verify_partial' $O/${1}_$2.log
-}
 left() { echo $(( ${LIMIT:-580} - ($(date +%s) - T0) )); }
 main() {
   MLAV_MMA2_RING=4 run_tests mma2
   run_tests wgmma
-  san memcheck r4 cuda_tests 4
+  run_san memcheck r4 cuda_tests 4
   t tests
   pack
   export MLAV_WS_ROUTE=0
@@ -41,7 +33,7 @@ main() {
   t K1
   pack
   MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_wsE1
-  san racecheck wsE1 cuda_tests_wsE1 ws
+  run_san racecheck wsE1 cuda_tests_wsE1 ws
   t racecheck
   pack
   for v in wsTB2 wsTM2 wsTE2; do
@@ -54,10 +46,10 @@ main() {
   pack
   if [ $(left) -gt 140 ]; then
     MLAV_MMA2_RING=ws run_tests mma2 cuda_tests_wsM1
-    san racecheck wsM1 cuda_tests_wsM1 ws
+    run_san racecheck wsM1 cuda_tests_wsM1 ws
     pack
   else echo "racecheck wsM1 skipped: $(left) s left"; fi
-  if [ $(left) -gt 120 ]; then san memcheck wsE1 cuda_tests_wsE1 ws; else echo "memcheck wsE1 skipped"; fi
+  if [ $(left) -gt 120 ]; then run_san memcheck wsE1 cuda_tests_wsE1 ws; else echo "memcheck wsE1 skipped"; fi
   t end
 }
 main 2>&1 | tee "$O/summary.txt"
