@@ -256,22 +256,21 @@ __device__ __forceinline__ void block_sync() {
   else
     bar_sync(0, kThreadsWs);
 }
-// An arrival on a hand-over's mbarrier: every thread's, or under MLAV_WS_MBAR=2 its warp's, by
-// lane 0 once the warp has converged (its lanes' P stores or P reads before lane 0's release).
-__device__ __forceinline__ void handover_mbar_arrive(uint32_t bar) {
-  if constexpr (kMbarLanes == 32) {
+// The arriving side of a hand-over, on mbarrier `mbar` or named barrier `id` (the whole block).
+// Mbarriers (MLAV_WS_MBAR): every thread arrives, or under MLAV_WS_MBAR=2 its warp, by lane 0
+// once the warp has converged (its lanes' P stores or P reads before lane 0's release). Named
+// barriers: bar.arrive, or under MLAV_WS_SYNC2 bar.sync (the arriving side waits too).
+__device__ __forceinline__ void handover_arrive(uint32_t mbar, int id) {
+  if constexpr (kMbar && kMbarLanes == 32) {
     __syncwarp();
-    if ((threadIdx.x & 31) == 0) mbar_arrive(bar);
+    if ((threadIdx.x & 31) == 0) mbar_arrive(mbar);
+  } else if constexpr (kMbar) {
+    mbar_arrive(mbar);
+  } else if constexpr (MLAV_WS_SYNC2 != 0) {
+    bar_sync(id, kThreadsWs);
   } else {
-    mbar_arrive(bar);
+    bar_arrive(id, kThreadsWs);
   }
-}
-// The arriving side of a hand-over (MLAV_WS_SYNC2: it waits as well).
-__device__ __forceinline__ void handover_arrive(int id, int n) {
-  if constexpr (MLAV_WS_SYNC2 != 0)
-    bar_sync(id, n);
-  else
-    bar_arrive(id, n);
 }
 template <int kRegs>
 __device__ __forceinline__ void regs_inc() {
@@ -748,10 +747,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
                   __floats2bfloat162_rn(s_acc[mt][n][2 * hr], s_acc[mt][n][2 * hr + 1]);
             }
         }
-        if constexpr (kMbar)
-          handover_mbar_arrive(bar_full);
-        else
-          handover_arrive(kBarFull, kThreadsWs);
+        handover_arrive(bar_full, kBarFull);
         continue;
       }
       // ---- online softmax over the tile (split_plan.h numerics 2; the kernel's arithmetic) ----
@@ -844,10 +840,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
           if ((lane & 3) == 0) sums[rq * 32 + mt * 16 + frag_row + 8 * hr] = s;
         }
       // P and the row factors of this tile are in smem
-      if constexpr (kMbar)
-        handover_mbar_arrive(bar_full);
-      else
-        handover_arrive(kBarFull, kThreadsWs);
+      handover_arrive(bar_full, kBarFull);
       MLAV_WT(wt[2] += static_cast<unsigned>(clock()) - ws0;)
     }
 #ifdef MLAV_WS_TRACE
@@ -984,10 +977,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
       if (kPvRow0 && next_row == nullptr) next_row = kv_row_s[0];
     }
     if (tile + 1 < num_tiles) {
-      if constexpr (kMbar)
-        handover_mbar_arrive(bar_empty);
-      else
-        handover_arrive(kBarEmpty, kThreadsWs);
+      handover_arrive(bar_empty, kBarEmpty);
     }
 #pragma unroll
     for (int c = 0; c < kVParts; ++c)
