@@ -176,9 +176,10 @@ constexpr int kBarS = 1, kBarPv = 2, kBarFull = 3, kBarEmpty = 4;
 // arrive after waiting "P full" of tile t. Off by default: at the card's emulated tensor rate
 // (K = 2) it is 1-9% slower than the named barriers (v38). Its spills are gone since v37 (tile
 // 0's slot read after setmaxnreg: 0 bytes on sm_120a, 8 on sm_90a; v33 had 72 on sm_120a).
-// The groups' last meeting (the PV warps read each row's 1 / l) is a bar.sync without a thread
-// count in this form, which is __syncthreads' own form: with the count, v38's racecheck run
-// displayed all its reports there. Whether racecheck then follows it is not yet run (v38).
+// The groups' last meeting (the PV warps read each row's 1 / l) is a third mbarrier in this form,
+// "1 / l ready" (the S threads arrive once, after their row totals; the PV threads wait for
+// phase 0): racecheck followed neither the counted bar.sync 0 (v38: every report there) nor
+// the uncounted one (v39: 249 reports, all there).
 // MLAV_WS_MBAR=2: the same hand-overs with one arrival per warp instead of per thread (counts 4
 // and 8; __syncwarp orders the warp's shared-memory accesses before lane 0's release): v38's cost
 // at K = 2 lies on the P.V warps' path, where each tile's "P empty" took 256 arrivals on one
@@ -239,7 +240,8 @@ struct Layout {
   static constexpr bool kRowHandoff = kPInRing && MLAV_WS_HANDOFF != 0;
   static constexpr int kKvRow = kVis + kRowsPerBlock * 8;
   static constexpr int kMbarOff = kKvRow + (kRowHandoff ? kKvTile * 8 : 0);  // "P full", "P empty"
-  static constexpr int kBytes = kMbarOff + (kMbar ? 16 : 0);
+  // "P full", "P empty", "1 / l ready"
+  static constexpr int kBytes = kMbarOff + (kMbar ? 24 : 0);
 };
 
 __device__ __forceinline__ void bar_sync(int id, int n) {
@@ -248,14 +250,9 @@ __device__ __forceinline__ void bar_sync(int id, int n) {
 __device__ __forceinline__ void bar_arrive(int id, int n) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
-// Barrier 0 over the whole block, the groups' last meeting: counted (v30-v37) or, in the
-// mbarrier form, uncounted (see MLAV_WS_MBAR).
-__device__ __forceinline__ void block_sync() {
-  if constexpr (kMbar)
-    asm volatile("bar.sync 0;\n" ::: "memory");
-  else
-    bar_sync(0, kThreadsWs);
-}
+// Barrier 0 over the whole block, the groups' last meeting in the named-barrier forms (the
+// mbarrier forms meet on "1 / l ready", see MLAV_WS_MBAR).
+__device__ __forceinline__ void block_sync() { bar_sync(0, kThreadsWs); }
 // The arriving side of a hand-over, on mbarrier `mbar` or named barrier `id` (the whole block).
 // Mbarriers (MLAV_WS_MBAR): every thread arrives, or under MLAV_WS_MBAR=2 its warp, by lane 0
 // once the warp has converged (its lanes' P stores or P reads before lane 0's release). Named
@@ -340,11 +337,12 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 
   const int tid = threadIdx.x;
   const int lane = tid & 31;
-  const uint32_t bar_full = sbase + L::kMbarOff, bar_empty = bar_full + 8;
+  const uint32_t bar_full = sbase + L::kMbarOff, bar_empty = bar_full + 8, bar_inv = bar_full + 16;
   if constexpr (kMbar) {
     if (tid == 0) {
       mbar_init(bar_full, kSThreads / kMbarLanes);
       mbar_init(bar_empty, kPvThreads / kMbarLanes);
+      mbar_init(bar_inv, kSThreads / kMbarLanes);
     }
     __syncthreads();
   }
@@ -867,7 +865,11 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
                            rq * 32 + mt * 16 + frag_row + 8 * hr, l_run[mt][hr], m_run[mt][hr],
                            row_inv_l);
     }
-    block_sync();  // the PV warps' epilogue reads row_inv_l
+    // the PV warps' epilogue reads row_inv_l
+    if constexpr (kMbar)
+      handover_arrive(bar_inv, 0);
+    else
+      block_sync();
     return;
   }
 
@@ -1014,7 +1016,11 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   }
 #endif
   cp_async_wait<0>();
-  block_sync();  // 1 / l of every row (the S warps' epilogue)
+  // 1 / l of every row (the S warps' epilogue)
+  if constexpr (kMbar)
+    mbar_wait(bar_inv, 0);
+  else
+    block_sync();
   // ---- the normalized partial (split_plan.h numerics 3) ----
   const int64_t partial = unit.split;
   const int64_t rows_total = p.max_total_q * H;
