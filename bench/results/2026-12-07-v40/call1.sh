@@ -36,7 +36,7 @@ main() {
   MLAV_MMA2_RING=ws run_bench wsL_1 mma2 uniform verify_bench_wsL1
   t K1
   pack
-  run_san memcheck wsL1 cuda_tests_wsL1 ws 90
+  if [ $(left) -gt 100 ]; then run_san memcheck wsL1 cuda_tests_wsL1 ws 90; else echo "memcheck skipped: $(left) s left"; fi
   t memcheck
   pack
   unset MLAV_WS_ROUTE
@@ -48,7 +48,7 @@ main() {
     if [ $(left) -gt 160 ]; then run_peer_sm120 $W; fi
     pack
     if [ $(left) -gt 235 ]; then peer fa3; else echo "fa3 skipped: $(left) s left"; fi
-  else
+  elif [ $(left) -gt 60 ]; then
     export MLAV_WS_ROUTE=0
     k2_round 2
   fi
