@@ -93,7 +93,7 @@ run_peer_sm120() {
   grep -E '^\| (k2|v3|long|mix)' "$O/peer_sm120/peer_log.txt" | tail -9
 }
 sass() {
-  /usr/local/cuda/bin/cuobjdump -sass "$1" | grep -E '^\s+/\*[0-9a-f]{4}\*/' |
+  /usr/local/cuda/bin/cuobjdump -sass "$1" | grep -E '^\s+/\*[0-9a-f]+\*/' |
     sed -e 's#/\*[0-9a-f]*\*/##g'
 }
 sass_diff() {
