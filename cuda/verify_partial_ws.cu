@@ -13,10 +13,10 @@
 // the others (needs sm_90a / sm_120a). Each group streams its own chunks (K and k_pe for the S
 // warps, V for the PV warps) through its own cp.async ring of 32-column chunks of 64 keys (4 KB;
 // the V ring's 8 KB hold two), synchronised within the group by a named barrier per chunk. The
-// groups meet twice per tile, on named barriers: "P full" (S warps
-// arrive when P and the row factors of tile j are in smem; PV warps wait) and "P empty" (PV
-// warps arrive once P's fragments and the next tile's KV rows are in registers; the S warps wait
-// before re-filling P's bytes, or before writing the next P where P has its own).
+// groups meet twice per tile, on mbarriers (MLAV_WS_MBAR): "P full" (S warps arrive when P and
+// the row factors of tile j are in smem; PV warps wait) and "P empty" (PV warps arrive once P's
+// fragments and the next tile's KV rows are in registers; the S warps wait before re-filling P's
+// bytes, or before writing the next P where P has its own); and once at the end ("1 / l ready").
 //
 // Shared memory (101,376 bytes, the sm_120 budget): Q's latent columns 64 x 512 bf16 (Q's k_pe
 // fragments come from global memory into the S warps' registers each tile), the S ring of 6
@@ -166,36 +166,38 @@ constexpr int kPvRegs = (kThreadsWs * 168 - kSThreads * kSRegs) / kPvThreads / 8
 static_assert(kSRegs >= 24 && kSRegs % 8 == 0 && kPvRegs <= 256, "setmaxnreg: 24 .. 256");
 // Named barriers (0: the whole block, at the epilogue).
 constexpr int kBarS = 1, kBarPv = 2, kBarFull = 3, kBarEmpty = 4;
-// MLAV_WS_MBAR=1: the two hand-overs between the groups ("P full", "P empty") are mbarriers
-// (arrive; try_wait.parity), which compute-sanitizer racecheck models, instead of the named
-// barriers 3 and 4 (bar.arrive on one side, bar.sync on the other: racecheck reports every access
-// they order as a hazard; cuda/NOTES.md v32, v33). Phases: "P full" completes once per tile (128
-// S threads arrive), "P empty" once per tile but the last (256 PV threads); tile t waits for
-// parity t & 1 and (t - 1) & 1. Neither side can run a phase ahead of the other's wait: the S
-// warps arrive "P full" of tile t + 1 only after waiting "P empty" of tile t, which the PV warps
-// arrive after waiting "P full" of tile t. Off by default: at the card's emulated tensor rate
-// (K = 2) it is 1-9% slower than the named barriers (v38). Its spills are gone since v37 (tile
-// 0's slot read after setmaxnreg: 0 bytes on sm_120a, 8 on sm_90a; v33 had 72 on sm_120a).
-// The groups' last meeting (the PV warps read each row's 1 / l) is a third mbarrier in this form,
-// "1 / l ready" (the S threads arrive once, after their row totals; the PV threads wait for
-// phase 0): racecheck followed neither the counted bar.sync 0 (v38: every report there) nor
-// the uncounted one (v39: 249 reports, all there).
-// MLAV_WS_MBAR=2: the same hand-overs with one arrival per warp instead of per thread (counts 4
-// and 8; __syncwarp orders the warp's shared-memory accesses before lane 0's release): v38's cost
-// at K = 2 lies on the P.V warps' path, where each tile's "P empty" took 256 arrivals on one
-// barrier word (cuda/NOTES.md v39).
+// MLAV_WS_MBAR=1 (the default since v40): the hand-overs between the groups ("P full", "P
+// empty") are mbarriers (arrive; try_wait.parity), which compute-sanitizer racecheck models,
+// instead of the named barriers 3 and 4 (bar.arrive on one side, bar.sync on the other: racecheck
+// reports every access they order as a hazard; cuda/NOTES.md v32, v33). Phases: "P full"
+// completes once per tile (128 S threads arrive), "P empty" once per tile but the last (256 PV
+// threads); tile t waits for parity t & 1 and (t - 1) & 1. Neither side can run a phase ahead of
+// the other's wait: the S warps arrive "P full" of tile t + 1 only after waiting "P empty" of
+// tile t, which the PV warps arrive after waiting "P full" of tile t. The groups' last meeting
+// (the PV warps read each row's 1 / l) is a third mbarrier, "1 / l ready" (the S threads arrive
+// once, after their row totals; the PV threads wait for phase 0): racecheck followed neither the
+// counted bar.sync 0 (v38: every report there) nor the uncounted one (v39: 249 reports, all
+// there). With it racecheck reports 0 hazards (v40) and the sm_120a object spills nothing (8
+// bytes on sm_90a). Its cost: as fast as the named barriers at the H100's tensor rate, 1-7%
+// slower under the card's emulated rate (K = 2; cuda/NOTES.md v38-v40).
+// MLAV_WS_MBAR=0: v30-v37's named-barrier hand-overs (racecheck cannot check them; the sm_120a
+// object spills 4 bytes).
+// MLAV_WS_MBAR=2: the mbarriers with one arrival per warp instead of per thread (counts 4 and 8;
+// __syncwarp orders the warp's shared-memory accesses before lane 0's release). No faster than
+// per thread (v40), and racecheck does not take __syncwarp and lane 0's arrival as ordering the
+// other lanes' accesses (663 reports, v39 call 3).
 #ifndef MLAV_WS_MBAR
-#define MLAV_WS_MBAR 0
+#define MLAV_WS_MBAR 1
 #endif
 static_assert(MLAV_WS_MBAR >= 0 && MLAV_WS_MBAR <= 2, "0, 1 or 2");
 constexpr bool kMbar = MLAV_WS_MBAR != 0;
 constexpr int kMbarLanes = MLAV_WS_MBAR == 2 ? 32 : 1;  // threads per arrival
-// MLAV_WS_SYNC2=1: the named-barrier hand-overs with bar.sync on both sides (the arriving side
-// waits too), the pattern racecheck follows (v30's probe: 0 hazards with bar.sync, 4 with
-// bar.arrive). What it costs: the S warps start the next tile's preamble (draft bits, Q's first
-// fragments) only once the PV warps reach "P full", and the PV warps leave "P empty" only once
-// the S warps reach it at their next step 0; neither side waits on a memory poll (cuda/NOTES.md
-// v34).
+// MLAV_WS_SYNC2=1 (with MLAV_WS_MBAR=0): the named-barrier hand-overs with bar.sync on both
+// sides (the arriving side waits too), the pattern racecheck follows (v30's probe: 0 hazards
+// with bar.sync, 4 with bar.arrive). What it costs: the S warps start the next tile's preamble
+// (draft bits, Q's first fragments) only once the PV warps reach "P full", and the PV warps
+// leave "P empty" only once the S warps reach it at their next step 0; neither side waits on a
+// memory poll (cuda/NOTES.md v34).
 #ifndef MLAV_WS_SYNC2
 #define MLAV_WS_SYNC2 0
 #endif
