@@ -241,8 +241,8 @@ struct Layout {
   // loader state of their own across a tile (registers, cuda/NOTES.md v31).
   static constexpr bool kRowHandoff = kPInRing && MLAV_WS_HANDOFF != 0;
   static constexpr int kKvRow = kVis + kRowsPerBlock * 8;
-  static constexpr int kMbarOff = kKvRow + (kRowHandoff ? kKvTile * 8 : 0);  // "P full", "P empty"
-  // "P full", "P empty", "1 / l ready"
+  // the mbarriers: "P full", "P empty", "1 / l ready"
+  static constexpr int kMbarOff = kKvRow + (kRowHandoff ? kKvTile * 8 : 0);
   static constexpr int kBytes = kMbarOff + (kMbar ? 24 : 0);
 };
 
