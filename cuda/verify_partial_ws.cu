@@ -182,16 +182,14 @@ constexpr int kBarS = 1, kBarPv = 2, kBarFull = 3, kBarEmpty = 4;
 // slower under the card's emulated rate (K = 2; cuda/NOTES.md v38-v40).
 // MLAV_WS_MBAR=0: v30-v37's named-barrier hand-overs (racecheck cannot check them; the sm_120a
 // object spills 4 bytes).
-// MLAV_WS_MBAR=2: the mbarriers with one arrival per warp instead of per thread (counts 4 and 8;
-// __syncwarp orders the warp's shared-memory accesses before lane 0's release). No faster than
-// per thread (v40), and racecheck does not take __syncwarp and lane 0's arrival as ordering the
-// other lanes' accesses (663 reports, v39 call 3).
+// One arrival per warp instead of per thread (v39's MLAV_WS_MBAR=2, removed in v40; its code is
+// bench/results/2026-12-07-v40/mbar_per_warp.diff) was no faster, and racecheck does not take
+// __syncwarp and lane 0's arrival as ordering the other lanes' accesses (663 reports).
 #ifndef MLAV_WS_MBAR
 #define MLAV_WS_MBAR 1
 #endif
-static_assert(MLAV_WS_MBAR >= 0 && MLAV_WS_MBAR <= 2, "0, 1 or 2");
+static_assert(MLAV_WS_MBAR == 0 || MLAV_WS_MBAR == 1, "0 or 1");
 constexpr bool kMbar = MLAV_WS_MBAR != 0;
-constexpr int kMbarLanes = MLAV_WS_MBAR == 2 ? 32 : 1;  // threads per arrival
 // MLAV_WS_SYNC2=1 (with MLAV_WS_MBAR=0): the named-barrier hand-overs with bar.sync on both
 // sides (the arriving side waits too), the pattern racecheck follows (v30's probe: 0 hazards
 // with bar.sync, 4 with bar.arrive). What it costs: the S warps start the next tile's preamble
@@ -256,14 +254,10 @@ __device__ __forceinline__ void bar_arrive(int id, int n) {
 // mbarrier forms meet on "1 / l ready", see MLAV_WS_MBAR).
 __device__ __forceinline__ void block_sync() { bar_sync(0, kThreadsWs); }
 // The arriving side of a hand-over, on mbarrier `mbar` or named barrier `id` (the whole block).
-// Mbarriers (MLAV_WS_MBAR): every thread arrives, or under MLAV_WS_MBAR=2 its warp, by lane 0
-// once the warp has converged (its lanes' P stores or P reads before lane 0's release). Named
-// barriers: bar.arrive, or under MLAV_WS_SYNC2 bar.sync (the arriving side waits too).
+// Mbarriers (MLAV_WS_MBAR): every thread arrives. Named barriers: bar.arrive, or under
+// MLAV_WS_SYNC2 bar.sync (the arriving side waits too).
 __device__ __forceinline__ void handover_arrive(uint32_t mbar, int id) {
-  if constexpr (kMbar && kMbarLanes == 32) {
-    __syncwarp();
-    if ((threadIdx.x & 31) == 0) mbar_arrive(mbar);
-  } else if constexpr (kMbar) {
+  if constexpr (kMbar) {
     mbar_arrive(mbar);
   } else if constexpr (MLAV_WS_SYNC2 != 0) {
     bar_sync(id, kThreadsWs);
@@ -342,9 +336,9 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
   const uint32_t bar_full = sbase + L::kMbarOff, bar_empty = bar_full + 8, bar_inv = bar_full + 16;
   if constexpr (kMbar) {
     if (tid == 0) {
-      mbar_init(bar_full, kSThreads / kMbarLanes);
-      mbar_init(bar_empty, kPvThreads / kMbarLanes);
-      mbar_init(bar_inv, kSThreads / kMbarLanes);
+      mbar_init(bar_full, kSThreads);
+      mbar_init(bar_empty, kPvThreads);
+      mbar_init(bar_inv, kSThreads);
     }
     __syncthreads();
   }
