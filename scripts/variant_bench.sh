@@ -14,6 +14,8 @@
 # usage: [UNIT=verify_partial_wgmma|verify_partial_s2|verify_partial_ws|verify_plan|verify_merge]
 #        [LINK=tests/cuda/cuda_tests] [ARCH_A=1] [SM90_ONLY=1] scripts/variant_bench.sh NAME SOURCE [flags]
 #   SM90_ONLY=1: the unit compiled for sm_90(a) alone (timing variants run on the H100/H200).
+#   BRIEF=1: one line for the variant, its compile's spill lines counted then "<- NAME" (what the
+#   device calls' build scripts print per variant), instead of ptxas's lines and the staged files.
 #   ARCH_A=1: the unit's targets made arch-specific (sm_90 -> sm_90a, sm_120 -> sm_120a), for
 #   variants that need setmaxnreg (MLAV_COPY_WARPS, cuda/NOTES.md v28).
 #   SOURCE: an edited copy of cuda/$UNIT.cu (anywhere; includes resolve against the repository).
@@ -50,7 +52,11 @@ if [ "${SM90_ONLY:-0}" = 1 ]; then
   cmd=$(echo "$cmd" | sed -E 's/ (-gencode=arch=compute_120a?,code=[^ ]*|--generate-code=arch=compute_120a?,code=\[[^]]*\])//g')
   echo "$cmd" | grep -q "compute_120" && { echo "variant $name: SM90_ONLY left an sm_120 target" >&2; exit 1; }
 fi
-eval "$cmd" 2>&1 | grep -E "error|C75|spill|Used" || true
+if [ "${BRIEF:-0}" = 1 ]; then
+  echo "$(eval "$cmd" 2>&1 | grep -E 'spill|error' | sort | uniq -c | tr '\n' ' ')<- $name"
+else
+  eval "$cmd" 2>&1 | grep -E "error|C75|spill|Used" || true
+fi
 [ -f "$work/variant.o" ] || { echo "variant $name: compile failed" >&2; exit 1; }
 cp "$work/variant.o" "$root/.device/${unit}_$name.o"  # the object itself, for its SASS
 cp cuda/libmlaverify_cuda.a "$work/lib.a"
@@ -67,5 +73,5 @@ for target in bench/gpu/verify_bench ${LINK:-}; do
   link=$(echo "$link" | sed -e "s# -o $target # -o $root/.device/${base}_$name #")
   link=${link%% && cd *}  # the link alone: cuda_tests' command goes on to gtest discovery
   (eval "${link#: && }") >/dev/null
-  echo "staged .device/${base}_$name"
+  [ "${BRIEF:-0}" = 1 ] || echo "staged .device/${base}_$name"
 done

@@ -7,14 +7,11 @@
 # (and ".device/mixpeer" for the H200 table).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-ws=cuda/verify_partial_ws.cu
-v() {  # v NAME FLAGS: a ws variant (the spill lines of its compile, then its name)
-  UNIT=verify_partial_ws scripts/variant_bench.sh "$1" $ws "$2" | grep -E 'spill|error' |
-    sort | uniq -c | tr '\n' ' '
-  echo "<- $1"
-}
-LINK=tests/cuda/cuda_tests v wsL1 "-DMLAV_WS_MBAR=1"
-SM90_ONLY=1 v wsL2 "-DMLAV_MMA_REPEAT=2 -DMLAV_WS_MBAR=1"
+export BRIEF=1 UNIT=verify_partial_ws  # one line per variant: its spills, then its name
+LINK=tests/cuda/cuda_tests scripts/variant_bench.sh wsL1 cuda/verify_partial_ws.cu \
+  "-DMLAV_WS_MBAR=1"
+SM90_ONLY=1 scripts/variant_bench.sh wsL2 cuda/verify_partial_ws.cu \
+  "-DMLAV_MMA_REPEAT=2 -DMLAV_WS_MBAR=1"
 mkdir -p .device/k4
 # .device/k4: what call1.sh runs beside .device/k1 (the K = 2 builds of ring 4 and the ws forms
 # from v39's build1.sh, the new ones from here).
