@@ -617,7 +617,17 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 #pragma unroll
       for (int hr = 0; hr < 2; ++hr) m_run[mt][hr] = -FLT_MAX, l_run[mt][hr] = 0.f;
     const uint32_t p_base = sbase + L::kP;
-    __nv_bfloat16* p_tile = reinterpret_cast<__nv_bfloat16*>(smem_raw + L::kP);
+    // P's store address for fragment (mt, n, hr): row r = rq * 32 + mt * 16 + frag_row + 8 * hr,
+    // keys kq * 32 + n * 8 + frag_col. The row's 16-byte unit is swz(r, kq * 4 + n), which is
+    // (kq * 4 + n) ^ frag_row because r & 7 == frag_row; written so, the 16 addresses are one
+    // base, four unit offsets and immediates (held as 16 addresses they spilled on sm_90a).
+    unsigned char* const p_row = smem_raw + L::kP +
+                                 ((rq * 32 + frag_row) * kKvTile + frag_col) * 2;
+    auto p_store = [&](int mt, int n, int hr, float lo, float hi) {
+      const int unit = (kq * 4 + n) ^ frag_row;
+      *reinterpret_cast<__nv_bfloat162*>(p_row + ((mt * 16 + 8 * hr) * kKvTile + unit * 8) * 2) =
+          __floats2bfloat162_rn(lo, hi);
+    };
     // l of tile `tile` (split_plan.h numerics 2, the kernel's order): l * scale + (the two
     // halves' sums), applied one tile late so that the halves' sums cross on the next barrier.
     auto fold_sums = [&](int tile) {
@@ -733,13 +743,8 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
 #pragma unroll
           for (int n = 0; n < 4; ++n)
 #pragma unroll
-            for (int hr = 0; hr < 2; ++hr) {
-              const int r = rq * 32 + mt * 16 + frag_row + 8 * hr;
-              const int key_local = kq * 32 + n * 8 + frag_col;
-              *reinterpret_cast<__nv_bfloat162*>(p_tile + r * kKvTile + swz(r, key_local >> 3) * 8 +
-                                                 frag_col) =
-                  __floats2bfloat162_rn(s_acc[mt][n][2 * hr], s_acc[mt][n][2 * hr + 1]);
-            }
+            for (int hr = 0; hr < 2; ++hr)
+              p_store(mt, n, hr, s_acc[mt][n][2 * hr], s_acc[mt][n][2 * hr + 1]);
         }
         handover_arrive(bar_full, kBarFull);
         continue;
@@ -817,10 +822,7 @@ __global__ void __launch_bounds__(ws::kThreadsWs, 1)
             const float p0 = softmax_exp2(s_acc[mt][n][2 * hr] - m_new[mt][hr]);
             const float p1 = softmax_exp2(s_acc[mt][n][2 * hr + 1] - m_new[mt][hr]);
             part_sum[mt][hr] += p0 + p1;
-            const int r = rq * 32 + mt * 16 + frag_row + 8 * hr;
-            const int key_local = kq * 32 + n * 8 + frag_col;
-            *reinterpret_cast<__nv_bfloat162*>(p_tile + r * kKvTile + swz(r, key_local >> 3) * 8 +
-                                               frag_col) = __floats2bfloat162_rn(p0, p1);
+            p_store(mt, n, hr, p0, p1);
           }
       }
       float* sums = red_sum + (tile & 1) * 2 * kRows + kq * kRows;
