@@ -83,14 +83,39 @@ bool mma2_ws_compiled() {
 #endif
 }
 
-int choose_mma2_ring(const char* requested) {
+bool mma2_ws_runs_on(int major, int minor) {
+  // An arch-specific cubin (sm_90a, sm_120a) runs only on its own compute capability.
+  bool runs = false;
+#ifdef MLAV_WS_IMAGE_SM90A
+  runs = runs || (major == 9 && minor == 0);
+#endif
+#ifdef MLAV_WS_IMAGE_SM120A
+  runs = runs || (major == 12 && minor == 0);
+#endif
+  (void)major;
+  (void)minor;
+  return runs;
+}
+
+int default_mma2_ring(int major, int minor) {
+  return mma2_ws_runs_on(major, minor) ? kMma2RingWs : kMma2Ring4;
+}
+
+int choose_mma2_ring(const char* requested, int major, int minor) {
   const std::string want = requested ? requested : "";
-  if (want.empty()) return kMma2RingDefault;
+  if (want.empty()) return default_mma2_ring(major, minor);
   if (want == "2") return 2;
   if (want == "3") return 3;
   if (want == "4") return 4;
 #ifdef MLAV_HAVE_WS_VARIANT
-  if (want == "ws") return kMma2RingWs;
+  if (want == "ws") {
+    if (!mma2_ws_runs_on(major, minor))
+      throw InvalidInput("MLAV_MMA2_RING", -1,
+                         "\"ws\" runs on devices of compute capability 9.0 or 12.0 that this build "
+                         "compiled it for (sm_90a / sm_120a images); this device is " +
+                             std::to_string(major) + "." + std::to_string(minor));
+    return kMma2RingWs;
+  }
 #endif
   throw InvalidInput("MLAV_MMA2_RING", -1,
                      "\"" + want + "\" is not a ring: expected 2 (buffers and P), 3 or 4 (P in the ring)"
@@ -107,7 +132,7 @@ int route_mma2_ring(int ring, int64_t row_tiles_per_request, const char* request
                        "\"" + want + "\" is not 0 (ws on every batch) or 1 (ring 4 for a batch of "
                        "one row tile per request)");
   if (ring != kMma2RingWs || want == "0") return ring;
-  return row_tiles_per_request <= 1 ? kMma2RingDefault : ring;
+  return row_tiles_per_request <= 1 ? kMma2Ring4 : ring;
 }
 
 namespace {
@@ -118,8 +143,8 @@ bool ring_l1_supported(int ring, int l1_ahead) {
   return detail::stages2_supported(ring, l1_ahead);
 }
 // The ring the sm_120-sized kernel runs for this batch: MLAV_MMA2_RING, routed by its shape.
-int mma2_ring_for(const VerifyParams& p) {
-  return route_mma2_ring(choose_mma2_ring(std::getenv("MLAV_MMA2_RING")),
+int mma2_ring_for(const VerifyParams& p, int major, int minor) {
+  return route_mma2_ring(choose_mma2_ring(std::getenv("MLAV_MMA2_RING"), major, minor),
                          row_tiles(p.max_draft, p.num_heads), std::getenv("MLAV_WS_ROUTE"));
 }
 }  // namespace
@@ -168,7 +193,7 @@ int partial_blocks_per_sm(const char* requested) {
   if (v == KernelVariant::Wgmma) return detail::blocks_per_sm_wgmma();
   if (v == KernelVariant::Mma6) return detail::blocks_per_sm_stages6();
 #endif
-  const int ring = choose_mma2_ring(std::getenv("MLAV_MMA2_RING"));
+  const int ring = choose_mma2_ring(std::getenv("MLAV_MMA2_RING"), major, minor);
 #ifdef MLAV_HAVE_WS_VARIANT
   if (ring == kMma2RingWs)
     return detail::blocks_per_sm_ws();
@@ -241,7 +266,7 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   // Read once per initialize, never per launch.
   variant_ = choose_variant(std::getenv("MLAV_CUDA_KERNEL"), major, minor, kHopperCompiled);
   // The sm_120-sized kernel's ring, worked out once (its environment is read only for that kernel).
-  const int ring = variant_ == KernelVariant::Mma2 ? mma2_ring_for(p) : kMma2RingDefault;
+  const int ring = variant_ == KernelVariant::Mma2 ? mma2_ring_for(p, major, minor) : kMma2Ring4;
   const int need = variant_ == KernelVariant::Wgmma  ? kWgmmaSmemBytes
                    : variant_ == KernelVariant::Mma6 ? partial_smem_bytes(kStagesSm90, kColsSm90)
                                                      : sm120_smem_bytes(ring);

@@ -126,16 +126,24 @@ bool choose_plan_pdl(const char* requested, KernelVariant variant);
 // The sm_120-sized kernel's pipeline (cuda/NOTES.md v16). Ring: 2 chunk buffers and a P tile
 // (the v6 kernel); 3 buffers with P in the ring (the same 100,352 bytes, 1.5-1.7x faster on
 // the H200); 4 with P in the ring and Q's k_pe fragments loaded from global memory (100,864
-// bytes; the default, another 3-7%). L1 staging: how many 8 KB chunks each chunk is prefetched
-// into L1 before its cp.async (0: none). `requested` is MLAV_MMA2_RING / MLAV_MMA2_L1: null or
-// "" for the default, else a compiled pair (2/0, 3/0, 3/2, 4/0); anything else is InvalidInput
-// naming the variable.
-inline constexpr int kMma2RingDefault = 4;
+// bytes, another 3-7%); ws, the warp-specialized kernel (NOTES v30-v42). L1 staging: how many
+// 8 KB chunks each chunk is prefetched into L1 before its cp.async (0: none). `requested` is
+// MLAV_MMA2_RING / MLAV_MMA2_L1: null or "" for the default, else a compiled pair (2/0, 3/0,
+// 3/2, 4/0, ws/0); anything else is InvalidInput naming the variable.
+// The default ring (NOTES v42) is ws on a device that runs its arch-specific image (compute
+// capability 12.0: sm_120a, the RTX PRO 6000; 9.0: sm_90a, the Hopper stand-in) when the build
+// holds it, else ring 4. Ring 4 is also where ws sends a batch of one row tile per request
+// (route_mma2_ring).
+inline constexpr int kMma2Ring4 = 4;
 inline constexpr int kMma2L1Default = 0;
-int choose_mma2_ring(const char* requested);
-// Whether this build holds the warp-specialized experiment (MLAV_MMA2_RING=ws, cmake
-// -DMLAV_WS_KERNEL=ON; cuda/NOTES.md v30). Without it "ws" is refused like any unknown ring.
+// Whether this build holds the warp-specialized kernel (MLAV_MMA2_RING=ws; cmake
+// -DMLAV_WS_KERNEL=OFF leaves it out, and "ws" is then refused like any unknown ring).
 bool mma2_ws_compiled();
+// Whether a device of compute capability major.minor runs the ws kernel's images (9.0, 12.0).
+bool mma2_ws_runs_on(int major, int minor);
+int default_mma2_ring(int major, int minor);
+// `requested` "ws" on a device that cannot run it is InvalidInput naming MLAV_MMA2_RING.
+int choose_mma2_ring(const char* requested, int major, int minor);
 // MLAV_MMA2_RING=ws routes a batch whose requests each fit one 64-row tile (num_heads x
 // max_draft <= 64: chain4's 16 heads x 4) to ring 4: every KV tile then serves one row tile, the
 // stream binds, and ring 4 is 1.12-1.38x faster there than the ws kernel (cuda/NOTES.md v37).

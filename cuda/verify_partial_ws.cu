@@ -1,6 +1,7 @@
-// The warp-specialized sm_120 partial kernel (MLAV_CUDA_KERNEL=mma2 with MLAV_MMA2_RING=ws;
-// cuda/NOTES.md v30, v31). Same block work, same plan, same bits as verify_partial
-// (verify_kernel.cuh); a different division of the block's threads.
+// The warp-specialized sm_120 partial kernel (MLAV_CUDA_KERNEL=mma2's default ring where its
+// sm_120a / sm_90a image runs, since v42; MLAV_MMA2_RING=ws names it; cuda/NOTES.md v30-v42).
+// Same block work, same plan, same bits as verify_partial (verify_kernel.cuh); a different
+// division of the block's threads.
 //
 // Why: on the H200 the 8-warp kernel runs S (shared-memory bound: Q and K operand reads), then
 // the softmax (no tensor work), then PV (tensor bound), one after the other behind block-wide
@@ -89,8 +90,8 @@ constexpr bool kRowEarly = kSLat && MLAV_WS_ROW_EARLY != 0;
 // MLAV_WS_HANDOFF=0: the PV warps run their own loader (v30's form; no 512-byte row table). The
 // default since v37: the hand-over made the PV warps wait on the S warps' table, +5-9% on the
 // compute-bound workloads at the card's emulated rate. v31-v36's form is
-// -DMLAV_WS_VKEYS=32 -DMLAV_WS_SLAT=1 -DMLAV_WS_HANDOFF=1 (free of spills on sm_120a; today's
-// default spills 4 bytes there, one reload per tile in the PV warps).
+// -DMLAV_WS_VKEYS=32 -DMLAV_WS_SLAT=1 -DMLAV_WS_HANDOFF=1 (free of spills on sm_120a; so is
+// today's default since v41, on sm_90a too).
 #ifndef MLAV_WS_HANDOFF
 #define MLAV_WS_HANDOFF 0
 #endif

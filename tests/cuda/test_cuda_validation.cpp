@@ -393,8 +393,8 @@ TEST(CudaSupport, SuggestedSplitsUseSmCountAndResidency) {
 // unless MLAV_WS_ROUTE=0; the other rings pass through; a bad MLAV_WS_ROUTE is refused by name.
 TEST(CudaSupport, WsRouteSendsOneRowTileBatchesToRing4) {
   EXPECT_EQ(row_tiles(4, 16), 1);  // v3-tp8-chain4: 16 heads x 4 draft tokens
-  EXPECT_EQ(route_mma2_ring(kMma2RingWs, row_tiles(4, 16), nullptr), kMma2RingDefault);
-  EXPECT_EQ(route_mma2_ring(kMma2RingWs, row_tiles(4, 16), "1"), kMma2RingDefault);
+  EXPECT_EQ(route_mma2_ring(kMma2RingWs, row_tiles(4, 16), nullptr), kMma2Ring4);
+  EXPECT_EQ(route_mma2_ring(kMma2RingWs, row_tiles(4, 16), "1"), kMma2Ring4);
   EXPECT_EQ(route_mma2_ring(kMma2RingWs, row_tiles(16, 8), ""), kMma2RingWs);  // k2-tp8-tree16
   EXPECT_EQ(route_mma2_ring(kMma2RingWs, row_tiles(32, 16), nullptr), kMma2RingWs);
   EXPECT_EQ(route_mma2_ring(kMma2RingWs, row_tiles(4, 16), "0"), kMma2RingWs);
@@ -407,12 +407,18 @@ TEST(CudaSupport, WsRouteSendsOneRowTileBatchesToRing4) {
 // The sm_120 kernel's pipeline knobs: defaults, every compiled pair, and a named refusal of
 // anything else (never a silent substitute).
 TEST(CudaSupport, Mma2RingL1AndCarveoutChoices) {
-  EXPECT_EQ(choose_mma2_ring(nullptr), kMma2RingDefault);
-  EXPECT_EQ(choose_mma2_ring(""), 4);
-  EXPECT_EQ(choose_mma2_ring("2"), 2);
-  EXPECT_EQ(choose_mma2_ring("3"), 3);
-  mlaverify::testing::expect_invalid([] { choose_mma2_ring("5"); }, "MLAV_MMA2_RING", -1);
-  mlaverify::testing::expect_invalid([] { choose_mma2_ring("4 "); }, "MLAV_MMA2_RING", -1);
+  // The default ring: ws where its arch-specific image runs (12.0, 9.0), ring 4 elsewhere (12.1
+  // cannot run an sm_120a cubin); an explicit ring is the same on every device.
+  const int ws_or_4 = mma2_ws_compiled() ? kMma2RingWs : kMma2Ring4;
+  EXPECT_EQ(choose_mma2_ring(nullptr, 12, 0), ws_or_4);
+  EXPECT_EQ(choose_mma2_ring("", 9, 0), ws_or_4);
+  EXPECT_EQ(choose_mma2_ring(nullptr, 12, 1), kMma2Ring4);
+  EXPECT_EQ(choose_mma2_ring(nullptr, 8, 9), kMma2Ring4);
+  EXPECT_EQ(choose_mma2_ring("4", 12, 0), 4);
+  EXPECT_EQ(choose_mma2_ring("2", 12, 0), 2);
+  EXPECT_EQ(choose_mma2_ring("3", 12, 1), 3);
+  mlaverify::testing::expect_invalid([] { choose_mma2_ring("5", 12, 0); }, "MLAV_MMA2_RING", -1);
+  mlaverify::testing::expect_invalid([] { choose_mma2_ring("4 ", 12, 0); }, "MLAV_MMA2_RING", -1);
   EXPECT_EQ(choose_mma2_l1(nullptr, 4), kMma2L1Default);
   EXPECT_EQ(choose_mma2_l1("2", 3), 2);
   EXPECT_EQ(choose_mma2_l1("0", 2), 0);
@@ -421,12 +427,16 @@ TEST(CudaSupport, Mma2RingL1AndCarveoutChoices) {
   // The warp-specialized experiment: "ws" where the build holds it (no L1-staged form), refused
   // by name where it does not.
   if (mma2_ws_compiled()) {
-    EXPECT_EQ(choose_mma2_ring("ws"), kMma2RingWs);
+    EXPECT_EQ(choose_mma2_ring("ws", 12, 0), kMma2RingWs);
+    EXPECT_EQ(choose_mma2_ring("ws", 9, 0), kMma2RingWs);
+    mlaverify::testing::expect_invalid([] { choose_mma2_ring("ws", 12, 1); }, "MLAV_MMA2_RING",
+                                       -1);
     EXPECT_EQ(choose_mma2_l1(nullptr, kMma2RingWs), 0);
     mlaverify::testing::expect_invalid([] { choose_mma2_l1("2", kMma2RingWs); }, "MLAV_MMA2_L1",
                                        -1);
   } else {
-    mlaverify::testing::expect_invalid([] { choose_mma2_ring("ws"); }, "MLAV_MMA2_RING", -1);
+    mlaverify::testing::expect_invalid([] { choose_mma2_ring("ws", 12, 0); }, "MLAV_MMA2_RING",
+                                       -1);
   }
   // The rule: the smallest percentage of the SM's shared memory holding the block and the 1 KB
   // the driver reserves. H200 (233,472 B per SM): (100,864 + 1,024) / 233,472 = 43.6% -> 44.
