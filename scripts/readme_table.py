@@ -11,7 +11,9 @@ of verify_bench's median; a peer's cell is its CUDA-graph median (fi_graph_cold_
 and Triton's, torch_graph_cold_us and triton_graph_cold_us, from the first peer folder that has
 them). The six SPEC workloads take the uniform plan, the mixed batches the balanced one. "of
 roof" is the roofline time verify_bench printed (measured ceilings of the same run, averaged over
-rounds) over the kernel's time. A cell with no data prints as "–"; a column with none is left out.
+rounds) over the kernel's time. The ws and ring 4 columns are headed "sm_120 default (...)" when
+every run of the column printed MLAV_MMA2_RING=(default), i.e. ran the kernel's default ring. A
+cell with no data prints as "–"; a column with none is left out.
 """
 import glob
 import json
@@ -23,8 +25,7 @@ import sys
 SIX = ["k2-tp8-tree16", "v3-tp8-tree32", "v3-tp8-chain4", "k2-tp8-ddtree128", "v3-tp1-tree8",
        "long-ctx"]
 MIXED = ["mix-long-short", "mix-64x100-4000", "mix-p0-p1-p4097"]
-KERNELS = {"wg": "wgmma", "mma6": "mma.sync ×6 (228 KB)", "r4": "sm_120 (ring 4)",
-           "ws": "ws experiment"}
+KERNELS = {"wg": "wgmma", "mma6": "mma.sync ×6 (228 KB)", "r4": "ring 4", "ws": "ws"}
 PEERS = {"fa2": "fa2, 228 KB", "sm120": "fa2, sm_120 shape", "fa3": "fa3"}
 PEER_KEYS = ("fi_graph_cold_us", "torch_graph_cold_us", "triton_graph_cold_us")
 
@@ -54,6 +55,7 @@ def main(dirs):
     ours = {}   # (kernel, plan) -> workload -> [(us, roof)]
     peers = {}  # peer -> workload -> that workload's result object
     gpus = set()
+    rings = {}  # r4 / ws -> the MLAV_MMA2_RING values their runs printed
     for d in dirs:
         if not os.path.isdir(d):
             die(f"{d}: not a folder")
@@ -63,7 +65,10 @@ def main(dirs):
                 continue
             with open(path, errors="replace") as f:
                 head = f.readline()
+                ring = re.search(r"MLAV_MMA2_RING=(\S+)", f.readline() or "")
             gpus.add(re.sub(r"^device:\s*", "", head.split(",")[0], flags=re.I).strip())
+            if m[1] in ("r4", "ws"):
+                rings.setdefault(m[1], set()).add(ring[1] if ring else "?")
             for w, v in read_bench(path).items():
                 ours.setdefault((m[1], m[2]), {}).setdefault(w, []).append(v)
         for name in PEERS:
@@ -110,12 +115,18 @@ def main(dirs):
         runs = [r for k in ours for r in ours[k].get(w, [])]
         return f"{statistics.mean(r for _, r in runs):.1f}" if runs else "–"
 
-    cols = ["workload", "roofline µs", KERNELS["wg"], "of roof", KERNELS["mma6"], KERNELS["r4"],
-            "of roof", KERNELS["ws"]] + [PEERS[p] for p in PEERS] + ["PyTorch", "SGLang Triton"]
+    def sm120_label(kernel):
+        # "sm_120 default (...)" only where every run of the column left MLAV_MMA2_RING unset.
+        return (f"sm_120 default ({KERNELS[kernel]})" if rings.get(kernel) == {"(default)"}
+                else KERNELS[kernel])
+
+    cols = ["workload", "roofline µs", KERNELS["wg"], "of roof", KERNELS["mma6"],
+            sm120_label("ws"), "of roof", sm120_label("r4"), "of roof"]
+    cols += [PEERS[p] for p in PEERS] + ["PyTorch", "SGLang Triton"]
     rows = []
     for w in SIX + MIXED:
-        row = [w, roof_us(w), cell("wg", w), cell("wg", w, True), cell("mma6", w), cell("r4", w),
-               cell("r4", w, True), cell("ws", w)]
+        row = [w, roof_us(w), cell("wg", w), cell("wg", w, True), cell("mma6", w), cell("ws", w),
+               cell("ws", w, True), cell("r4", w), cell("r4", w, True)]
         row += [peer_cell(p, w) for p in PEERS]
         for key in ("torch_graph_cold_us", "triton_graph_cold_us"):
             cells = [peer_cell(p, w, key) for p in PEERS]
