@@ -408,7 +408,9 @@ TEST(CudaSupport, WsRouteSendsOneRowTileBatchesToRing4) {
 // anything else (never a silent substitute).
 TEST(CudaSupport, Mma2RingL1AndCarveoutChoices) {
   // The default ring: ws where its arch-specific image runs (12.0, 9.0), ring 4 elsewhere (12.1
-  // cannot run an sm_120a cubin); an explicit ring is the same on every device.
+  // cannot run an sm_120a cubin); an explicit ring is the same on every device. (A build whose
+  // CMAKE_CUDA_ARCHITECTURES holds only one of 90 and 120 has only that image: this test assumes
+  // the default "90 120".)
   const int ws_or_4 = mma2_ws_compiled() ? kMma2RingWs : kMma2Ring4;
   EXPECT_EQ(choose_mma2_ring(nullptr, 12, 0), ws_or_4);
   EXPECT_EQ(choose_mma2_ring("", 9, 0), ws_or_4);
