@@ -73,9 +73,9 @@ void launch_partial_wgmma(const PartialArgs& args, CUstream_st* stream);
 // How many clusters of `cluster_size` wgmma blocks (one SM each) the device holds at once
 // (cudaOccupancyMaxActiveClusters; host call, after prepare_partial_wgmma).
 int max_active_clusters_wgmma(int cluster_size);
-// The warp-specialized sm_120 experiment (verify_partial_ws.cu, MLAV_MMA2_RING=ws): compiled,
-// with cmake -DMLAV_WS_KERNEL=ON only, for sm_90a and sm_120a (setmaxnreg) where
-// CMAKE_CUDA_ARCHITECTURES holds 90 or 120 (MLAV_HAVE_WS_VARIANT).
+// The warp-specialized sm_120 kernel (verify_partial_ws.cu, the default ring where its image
+// runs, MLAV_MMA2_RING=ws): compiled unless cmake -DMLAV_WS_KERNEL=OFF, for sm_90a and sm_120a
+// (setmaxnreg) where CMAKE_CUDA_ARCHITECTURES holds 90 or 120 (MLAV_HAVE_WS_VARIANT).
 void prepare_partial_ws(int carveout_percent);
 int blocks_per_sm_ws();
 void launch_partial_ws(const PartialArgs& args, CUstream_st* stream);

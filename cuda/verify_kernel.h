@@ -46,8 +46,8 @@ static_assert(partial_smem_bytes(kStagesSm120 + 1, kColsSm120) > kSm120SmemLimit
 // The sm_120-sized kernel by ring (cuda/NOTES.md v16): 2 buffers and P, or 3 with P in the ring,
 // both partial_smem_bytes(2, 64); 4 with P in the ring holds only Q's latent columns (its k_pe
 // fragments come from global memory) and a 64-entry table of Q row offsets.
-// MLAV_MMA2_RING=ws (kMma2RingWs): the warp-specialized experiment (verify_partial_ws.cu, NOTES
-// v30, v31, v37): Q's latent columns, 32 KB of chunk buffers (the S warps' ring of six 64-key x
+// MLAV_MMA2_RING=ws (kMma2RingWs): the warp-specialized kernel (verify_partial_ws.cu, NOTES
+// v30-v42): Q's latent columns, 32 KB of chunk buffers (the S warps' ring of six 64-key x
 // 32-column chunks with P over two of them, the PV warps' of two such chunks, or four of 32 keys
 // in v31's form), row max and two tiles' row sums for 2 halves, row scale and 1 / l, draft
 // visibility, and room for v31's table of the next tile's 64 KV row pointers (the count below
@@ -144,7 +144,7 @@ bool mma2_ws_runs_on(int major, int minor);
 int default_mma2_ring(int major, int minor);
 // `requested` "ws" on a device that cannot run it is InvalidInput naming MLAV_MMA2_RING.
 int choose_mma2_ring(const char* requested, int major, int minor);
-// MLAV_MMA2_RING=ws routes a batch whose requests each fit one 64-row tile (num_heads x
+// The ws ring (named or the default) routes a batch whose requests each fit one 64-row tile (num_heads x
 // max_draft <= 64: chain4's 16 heads x 4) to ring 4: every KV tile then serves one row tile, the
 // stream binds, and ring 4 is 1.12-1.38x faster there than the ws kernel (cuda/NOTES.md v37).
 // `requested` is MLAV_WS_ROUTE: null, "" or "1" routes, "0" keeps ws on every batch (to measure

@@ -178,8 +178,8 @@ constexpr int kBarS = 1, kBarPv = 2, kBarFull = 3, kBarEmpty = 4;
 // (the PV warps read each row's 1 / l) is a third mbarrier, "1 / l ready" (the S threads arrive
 // once, after their row totals; the PV threads wait for phase 0): racecheck followed neither the
 // counted bar.sync 0 (v38: every report there) nor the uncounted one (v39: 249 reports, all
-// there). With it racecheck reports 0 hazards (v40) and the sm_120a object spills nothing (8
-// bytes on sm_90a). Its cost: as fast as the named barriers at the H100's tensor rate, 1-7%
+// there). With it racecheck reports 0 hazards (v40), and since v41 the objects spill nothing
+// on sm_120a or sm_90a. Its cost: as fast as the named barriers at the H100's tensor rate, 1-7%
 // slower under the card's emulated rate (K = 2; cuda/NOTES.md v38-v40).
 // MLAV_WS_MBAR=0: v30-v37's named-barrier hand-overs (racecheck cannot check them; the sm_120a
 // object spills 4 bytes).

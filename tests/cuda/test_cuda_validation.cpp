@@ -407,13 +407,21 @@ TEST(CudaSupport, WsRouteSendsOneRowTileBatchesToRing4) {
 // The sm_120 kernel's pipeline knobs: defaults, every compiled pair, and a named refusal of
 // anything else (never a silent substitute).
 TEST(CudaSupport, Mma2RingL1AndCarveoutChoices) {
-  // The default ring: ws where its arch-specific image runs (12.0, 9.0), ring 4 elsewhere (12.1
-  // cannot run an sm_120a cubin); an explicit ring is the same on every device. (A build whose
-  // CMAKE_CUDA_ARCHITECTURES holds only one of 90 and 120 has only that image: this test assumes
-  // the default "90 120".)
-  const int ws_or_4 = mma2_ws_compiled() ? kMma2RingWs : kMma2Ring4;
-  EXPECT_EQ(choose_mma2_ring(nullptr, 12, 0), ws_or_4);
-  EXPECT_EQ(choose_mma2_ring("", 9, 0), ws_or_4);
+  // The default ring: ws where one of its arch-specific images runs (12.0: sm_120a, 9.0:
+  // sm_90a; the build's MLAV_WS_IMAGE_* say which it compiled), ring 4 elsewhere (12.1 cannot run
+  // an sm_120a cubin); an explicit ring is the same on every device.
+#ifdef MLAV_WS_IMAGE_SM120A
+  constexpr int k120 = kMma2RingWs;
+#else
+  constexpr int k120 = kMma2Ring4;
+#endif
+#ifdef MLAV_WS_IMAGE_SM90A
+  constexpr int k90 = kMma2RingWs;
+#else
+  constexpr int k90 = kMma2Ring4;
+#endif
+  EXPECT_EQ(choose_mma2_ring(nullptr, 12, 0), k120);
+  EXPECT_EQ(choose_mma2_ring("", 9, 0), k90);
   EXPECT_EQ(choose_mma2_ring(nullptr, 12, 1), kMma2Ring4);
   EXPECT_EQ(choose_mma2_ring(nullptr, 8, 9), kMma2Ring4);
   EXPECT_EQ(choose_mma2_ring("4", 12, 0), 4);
@@ -426,11 +434,15 @@ TEST(CudaSupport, Mma2RingL1AndCarveoutChoices) {
   EXPECT_EQ(choose_mma2_l1("0", 2), 0);
   mlaverify::testing::expect_invalid([] { choose_mma2_l1("2", 4); }, "MLAV_MMA2_L1", -1);
   mlaverify::testing::expect_invalid([] { choose_mma2_l1("x", 3); }, "MLAV_MMA2_L1", -1);
-  // The warp-specialized experiment: "ws" where the build holds it (no L1-staged form), refused
-  // by name where it does not.
+  // The warp-specialized kernel: "ws" where the build holds it (no L1-staged form), refused by
+  // name where it does not.
   if (mma2_ws_compiled()) {
-    EXPECT_EQ(choose_mma2_ring("ws", 12, 0), kMma2RingWs);
-    EXPECT_EQ(choose_mma2_ring("ws", 9, 0), kMma2RingWs);
+    if (k120 == kMma2RingWs) {
+      EXPECT_EQ(choose_mma2_ring("ws", 12, 0), kMma2RingWs);
+    }
+    if (k90 == kMma2RingWs) {
+      EXPECT_EQ(choose_mma2_ring("ws", 9, 0), kMma2RingWs);
+    }
     mlaverify::testing::expect_invalid([] { choose_mma2_ring("ws", 12, 1); }, "MLAV_MMA2_RING",
                                        -1);
     EXPECT_EQ(choose_mma2_l1(nullptr, kMma2RingWs), 0);
