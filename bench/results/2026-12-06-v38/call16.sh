@@ -28,6 +28,17 @@ peer() {  # peer FI_BACKEND: FlashInfer on the nine (PyTorch and the ceilings in
   grep -E '^\| (k2|v3|long|mix)' "$O/peer_$1/peer_log.txt" | tail -9
   t "$1"
 }
+# The three FlashInfer peers on the nine, as the README's table wants them (v39 call 2, v42 call 7;
+# added after this call ran, which did not use it): fa2 in its 228 KB shape, fa2 in the sm_120
+# shape, then fa3 while 235 s of the call's limit (LIMIT, seconds) are left; packed after each.
+peer_all() {
+  peer fa2
+  pack
+  run_peer_sm120 $W
+  t fa2_sm120
+  pack
+  if [ $(( $(date +%s) - T0 + 235 )) -lt ${LIMIT:-575} ]; then peer fa3; else echo 'fa3 skipped: time'; fi
+}
 main() {
   filter='CudaLaws.*:*CudaGraph*:*h1_d1_p0*:*tile_edges*:*p1_splits2*:*draft_bits*:*balanced*'
   MLAV_MMA2_RING=4 run_tests mma2

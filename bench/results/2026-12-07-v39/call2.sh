@@ -4,7 +4,7 @@
 # fa2 (228 KB shape; PyTorch and the ceilings in its first step), fa2 in the sm_120 shape and fa3
 # on the nine; afterwards scripts/readme_table.py over this call's folder prints the table.
 #   bash bench/results/2026-12-07-v39/build1.sh, then carry [".device/k1", ".device/mixpeer"]
-CALL16_LIB=1 source bench/results/2026-12-06-v38/call16.sh  # peer, W (the nine), bench_round
+CALL16_LIB=1 source bench/results/2026-12-06-v38/call16.sh  # peer, peer_all, W (the nine), bench_round
 O=/tmp/o2
 call_n=2
 rm -rf $O $B && mkdir -p $O $B
@@ -14,12 +14,7 @@ main() {
     echo "not an H200: the table is for the issue's machine"
   bench_round 1
   pack
-  peer fa2
-  pack
-  run_peer_sm120 $W
-  t fa2_sm120
-  pack
-  if [ $(( $(date +%s) - T0 + 235 )) -lt ${LIMIT:-575} ]; then peer fa3; else echo 'fa3 skipped: time'; fi
+  peer_all
 }
 main 2>&1 | tee "$O/summary.txt"
 finish

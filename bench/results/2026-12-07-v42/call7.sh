@@ -6,7 +6,7 @@
 # first step), fa2 in the sm_120 shape and fa3 on the nine, as the limit (LIMIT) allows; then
 # scripts/readme_table.py over this call's folder prints the table.
 #   bash bench/results/2026-12-07-v42/build7.sh, then carry [".device/k6", ".device/mixpeer"]
-CALL16_LIB=1 source bench/results/2026-12-06-v38/call16.sh 2>/dev/null  # peer, W
+CALL16_LIB=1 source bench/results/2026-12-06-v38/call16.sh 2>/dev/null  # peer, peer_all, W
 source scripts/device_call_lib.sh 6
 O=/tmp/o7
 call_n=7
@@ -29,12 +29,7 @@ main() {
   run_bench wg_bal_1 wgmma balanced
   t round
   pack
-  peer fa2
-  pack
-  run_peer_sm120 $W
-  t fa2_sm120
-  pack
-  if [ $(( $(date +%s) - T0 + 235 )) -lt ${LIMIT:-575} ]; then peer fa3; else echo 'fa3 skipped: time'; fi
+  peer_all
 }
 main 2>&1 | tee "$O/summary.txt"
 finish
