@@ -12,8 +12,11 @@ and Triton's, torch_graph_cold_us and triton_graph_cold_us, from the first peer 
 them). The six SPEC workloads take the uniform plan, the mixed batches the balanced one. "of
 roof" is the roofline time verify_bench printed (measured ceilings of the same run, averaged over
 rounds) over the kernel's time. The ws and ring 4 columns are headed "sm_120 default (...)" when
-every run of the column printed MLAV_MMA2_RING=(default), i.e. ran the kernel's default ring. A
-cell with no data prints as "–"; a column with none is left out.
+every run of the column printed MLAV_MMA2_RING=(default), i.e. ran the kernel's default ring;
+the ring named there is the one verify_bench's kernel column printed on most of the column's
+rows, and a cell whose runs printed another ring (chain4, which the default routes to ring 4)
+is marked "*" with that ring named under the table. A cell with no data prints as "–"; a column
+with none is left out.
 """
 import glob
 import json
@@ -26,6 +29,7 @@ SIX = ["k2-tp8-tree16", "v3-tp8-tree32", "v3-tp8-chain4", "k2-tp8-ddtree128", "v
        "long-ctx"]
 MIXED = ["mix-long-short", "mix-64x100-4000", "mix-p0-p1-p4097"]
 KERNELS = {"wg": "wgmma", "mma6": "mma.sync ×6 (228 KB)", "r4": "ring 4", "ws": "ws"}
+RING_NAMES = {"ws": "ws", "ring4": "ring 4", "ring3": "ring 3", "ring2": "ring 2"}
 PEERS = {"fa2": "fa2, 228 KB", "sm120": "fa2, sm_120 shape", "fa3": "fa3"}
 PEER_KEYS = ("fi_graph_cold_us", "torch_graph_cold_us", "triton_graph_cold_us")
 
@@ -36,16 +40,19 @@ def die(msg):
 
 
 def read_bench(path):
-    """{workload: (us, roof_us)} from one verify_bench output."""
+    """{workload: (us, roof_us, ring)} from one verify_bench output; ring is what the kernel
+    column printed after "mma.sync x2/" (ws, ring4, ...), None for the other kernels."""
     rows = {}
     with open(path, errors="replace") as f:
         for line in f:
             parts = line.split()
             if parts and parts[0] in SIX + MIXED and len(parts) >= 6:
                 try:
-                    rows[parts[0]] = (float(parts[2]), float(parts[5]))
+                    us, roof = float(parts[2]), float(parts[5])
                 except ValueError:
                     die(f"{path}: workload {parts[0]}: columns 3 and 6 are not numbers")
+                ring = re.search(r"mma\.sync x2/(\S+)", line)
+                rows[parts[0]] = (us, roof, ring[1] if ring else None)
     return rows
 
 
@@ -98,14 +105,28 @@ def main(dirs):
     if not ours:
         die(f"{', '.join(dirs)}: no bench_<kernel>_<plan>_<round>.txt")
 
+    def runs_of(kernel, w):
+        return ours.get((kernel, "uni" if w in SIX else "bal"), {}).get(w)
+
+    def main_ring(kernel):
+        # The ring most of the column's rows ran (verify_bench's kernel column).
+        seen = [r for w in SIX + MIXED for _, _, r in runs_of(kernel, w) or [] if r]
+        return max(set(seen), key=seen.count) if seen else None
+
+    others = {}  # ring -> workloads whose cells ran it instead of their column's main ring
+
     def cell(kernel, w, frac=False):
-        plan = "uni" if w in SIX else "bal"
-        runs = ours.get((kernel, plan), {}).get(w)
+        runs = runs_of(kernel, w)
         if not runs:
             return "–"
-        us = statistics.mean(u for u, _ in runs)
-        roof = statistics.mean(r for _, r in runs)
-        return f"{roof / us:.0%}" if frac else f"{us:.1f}"
+        us = statistics.mean(u for u, _, _ in runs)
+        roof = statistics.mean(r for _, r, _ in runs)
+        if frac:
+            return f"{roof / us:.0%}"
+        ran = {r for _, _, r in runs if r} - {main_ring(kernel)}
+        for r in ran:
+            others.setdefault(r, []).append(w)
+        return f"{us:.1f}" + ("*" if ran else "")
 
     def peer_cell(name, w, key="fi_graph_cold_us"):
         v = peers.get(name, {}).get(w, {}).get(key)
@@ -113,12 +134,15 @@ def main(dirs):
 
     def roof_us(w):
         runs = [r for k in ours for r in ours[k].get(w, [])]
-        return f"{statistics.mean(r for _, r in runs):.1f}" if runs else "–"
+        return f"{statistics.mean(r for _, r, _ in runs):.1f}" if runs else "–"
 
     def sm120_label(kernel):
-        # "sm_120 default (...)" only where every run of the column left MLAV_MMA2_RING unset.
-        return (f"sm_120 default ({KERNELS[kernel]})" if rings.get(kernel) == {"(default)"}
-                else KERNELS[kernel])
+        # "sm_120 default (...)" only where every run of the column left MLAV_MMA2_RING unset,
+        # naming the ring the kernel column printed, not the file's name for the column.
+        if rings.get(kernel) != {"(default)"}:
+            return KERNELS[kernel]
+        ran = main_ring(kernel)
+        return f"sm_120 default ({RING_NAMES.get(ran, ran) if ran else '?'})"
 
     cols = ["workload", "roofline µs", KERNELS["wg"], "of roof", KERNELS["mma6"],
             sm120_label("ws"), "of roof", sm120_label("r4"), "of roof"]
@@ -139,6 +163,8 @@ def main(dirs):
     for r in rows:
         print("| " + " | ".join(r[i] for i in keep) + " |")
     rounds = sorted({len(v) for k in ours for v in ours[k].values()})
+    for r, ws in sorted(others.items()):
+        print(f"\n* ran {RING_NAMES.get(r, r)}: {', '.join(dict.fromkeys(ws))}")
     print(f"\n(GPU: {', '.join(sorted(gpus))}; our kernels: mean of {'/'.join(map(str, rounds))} "
           f"round(s) of medians)")
 
