@@ -195,8 +195,14 @@ int partial_blocks_per_sm(const char* requested) {
 #endif
   const int ring = choose_mma2_ring(std::getenv("MLAV_MMA2_RING"), major, minor);
 #ifdef MLAV_HAVE_WS_VARIANT
-  if (ring == kMma2RingWs)
-    return detail::blocks_per_sm_ws();
+  // The plan is sized before the batch is known, and ws routes a batch of one row tile per
+  // request to ring 4 (route_mma2_ring): size it for the fewer blocks of the two, so a routed
+  // batch's "one wave" holds on ring 4 too (both hold 1 block per SM today).
+  if (ring == kMma2RingWs) {
+    const int ws = detail::blocks_per_sm_ws();
+    if (route_mma2_ring(kMma2RingWs, 1, std::getenv("MLAV_WS_ROUTE")) == kMma2RingWs) return ws;
+    return std::min(ws, detail::blocks_per_sm_stages2(kMma2Ring4, kMma2L1Default));
+  }
 #endif
   return detail::blocks_per_sm_stages2(ring, choose_mma2_l1(std::getenv("MLAV_MMA2_L1"), ring));
 }
