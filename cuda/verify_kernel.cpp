@@ -338,8 +338,8 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   initialized_ = true;
 }
 
-void VerifyKernel::run() {
-  if (!initialized_) throw Unsupported("cuda verify kernel: run() before initialize()");
+detail::PartialArgs VerifyKernel::launch_args() const {
+  if (!initialized_) throw Unsupported("cuda verify kernel: run(), plan() or attend() before initialize()");
   detail::PartialArgs args;
   args.p = params_;
   args.ws_o = static_cast<float*>(workspace_);
@@ -348,11 +348,17 @@ void VerifyKernel::run() {
       args.ws_o + static_cast<size_t>(num_partials(params_.num_splits)) * rows * kLatentDim;
   args.folded = folded_;
   args.cluster_merge = cluster_merge_;
-  if (params_.plan_blocks > 0) {
+  if (params_.plan_blocks > 0)
     args.plan = reinterpret_cast<int32_t*>(static_cast<char*>(workspace_) + plan_offset(params_));
-    args.plan_pdl = plan_pdl_;
-    detail::launch_plan(args, stream_);
-  }
+  return args;
+}
+
+void VerifyKernel::enqueue(bool plan, bool attend) {
+  detail::PartialArgs args = launch_args();
+  // The partial kernel is the plan's programmatic dependent only right behind its plan.
+  args.plan_pdl = plan && plan_pdl_;
+  if (plan && args.plan != nullptr) detail::launch_plan(args, stream_);
+  if (!attend) return;
 #ifdef MLAV_HAVE_SM90_VARIANT
   if (variant_ == KernelVariant::Wgmma) detail::launch_partial_wgmma(args, stream_);
   if (variant_ == KernelVariant::Mma6) detail::launch_partial_stages6(args, stream_);
@@ -365,6 +371,10 @@ void VerifyKernel::run() {
   if (variant_ == KernelVariant::Mma2) detail::launch_partial_stages2(args, stream_, mma2_ring_, mma2_l1_);
   if (!cluster_merge_) detail::launch_merge(args, stream_);
 }
+
+void VerifyKernel::run() { enqueue(true, true); }
+void VerifyKernel::plan() { enqueue(true, false); }
+void VerifyKernel::attend() { enqueue(false, true); }
 
 const char* variant_name(KernelVariant v) {
   switch (v) {

@@ -11,6 +11,9 @@
 struct CUstream_st;  // cudaStream_t is CUstream_st*; declared here so no CUDA header is needed
 
 namespace mlaverify::cuda {
+namespace detail {
+struct PartialArgs;  // cuda/launch.h
+}
 
 // Kernel geometry shared by the launcher, the workspace size and the tests.
 inline constexpr int kRowsPerBlock = 64;  // (node, head) rows per block: one GEMM M tile
@@ -203,8 +206,22 @@ class VerifyKernel {
   // when can_implement says no. Sets the kernel's shared-memory attribute (a host call, so do it
   // before capture).
   void initialize(const VerifyParams& p, void* workspace, CUstream_st* stream);
-  // Enqueues the partial kernel and the merge kernel on the stream.
+  // Enqueues the planning kernel (balanced plan only), then the partial kernel and the merge
+  // kernel on the stream: plan() then attend(), the partial kernel launched as the plan's
+  // programmatic dependent where choose_plan_pdl says so.
   void run();
+  // The two halves of run(), for a plan computed once per forward pass and used by every layer
+  // (as FlashMLA's tile-scheduler metadata is; FlashInfer plans on the host once per batch).
+  // plan() enqueues the planning kernel, which writes the plan into the workspace from the
+  // metadata buffers as they are when it runs; under the uniform plan it enqueues nothing.
+  // attend() enqueues the partial and merge kernels, which read that plan: it must follow, in
+  // stream order, a plan() or run() of a kernel initialized with the same workspace and the same
+  // sizes, over metadata whose qo_indptr and kv_indptr hold the same values (Q, KV, kv_indices,
+  // the mask and the outputs may differ: they are the layer's). Nothing checks this on the
+  // device; a stale plan gives wrong splits, not a fault: a request of P tokens is read only
+  // within P, but the splits of a longer request may go unread.
+  void plan();
+  void attend();
   // The partial kernel initialize() chose (choose_variant with MLAV_CUDA_KERNEL).
   const char* variant_name() const { return cuda::variant_name(variant_); }
   // Whether the draft keys join the prefix splits (split_plan.h's folded plan; the wgmma kernel
@@ -219,6 +236,8 @@ class VerifyKernel {
   int mma2_ring() const { return mma2_ring_; }
 
  private:
+  detail::PartialArgs launch_args() const;
+  void enqueue(bool plan, bool attend);
   VerifyParams params_{};
   void* workspace_ = nullptr;
   CUstream_st* stream_ = nullptr;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "cuda/cuda_backend.h"
@@ -198,6 +199,146 @@ TEST_P(CudaGraph, CaptureOnceReplayWithNewContents) {
   replay(batches[0], again, lse_again);
   EXPECT_EQ(again, first_bits[0]);
 
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// One plan per forward pass, used by every layer (VerifyKernel::plan() then attend() per layer):
+// the layers share the batch's lengths and the workspace, and each has its own Q, KV pool, slots
+// and outputs. One graph (the plan, then three layers' attend()) is replayed for two forward
+// passes of different lengths; every layer's result must be the eager backend's bits for that
+// layer's batch. Kills a plan() that does nothing (the layers read the poisoned workspace), an
+// attend() that drops the plan (the uniform plan's splits: other bits), and a graph whose plan
+// node is skipped after the first capture (the second pass's splits are the first's).
+TEST(CudaGraphLayers, PlanOncePerForwardAttendPerLayer) {
+  MLAV_SKIP_WITHOUT_DEVICE();
+  constexpr int kLayers = 3;
+  constexpr int32_t kPlanBlocks = 10;
+  const std::vector<BatchSpec> passes = {replay_specs(kPlanBlocks)[0],
+                                         replay_specs(kPlanBlocks)[2]};
+  // batches[pass][layer]: the pass's requests, the layer's own values and slots (seed).
+  std::vector<std::vector<VerifyBatch>> batches(passes.size());
+  int64_t pool_cap = 0, idx_cap = 0, mask_cap = 0, slots_cap = 0;
+  for (size_t n = 0; n < passes.size(); ++n)
+    for (int l = 0; l < kLayers; ++l) {
+      BatchSpec s = passes[n];
+      s.seed = 7000 + 10 * n + l;
+      batches[n].push_back(VerifyBatch::build(s));
+      VerifyBatch& b = batches[n].back();
+      const VerifyParams p = b.params();
+      ASSERT_EQ(p.batch_size, kBs);
+      pool_cap = std::max(pool_cap, b.pool().storage_elements());
+      slots_cap = std::max(slots_cap, p.pool_slots);
+      idx_cap = std::max<int64_t>(idx_cap, static_cast<int64_t>(b.metadata().kv_indices.size()));
+      mask_cap = std::max(mask_cap, p.mask_len);
+    }
+  // The shared metadata of a pass: qo_indptr and kv_indptr are the same in all its layers.
+  for (const auto& pass : batches)
+    for (const VerifyBatch& b : pass) {
+      EXPECT_EQ(b.metadata().qo_indptr, pass[0].metadata().qo_indptr);
+      EXPECT_EQ(b.metadata().kv_indptr, pass[0].metadata().kv_indptr);
+    }
+  struct Layer {
+    DevBuf q{kMaxTotalQ * kHeads * kRowDim * 2}, pool, idx, kext{kMaxTotalQ * kRowDim * 2},
+        mask, o{kMaxTotalQ * kHeads * kLatentDim * 2}, lse{kMaxTotalQ * kHeads * 4};
+    Layer(int64_t pool_elems, int64_t idx_n, int64_t mask_n)
+        : pool(pool_elems * 2), idx(std::max<int64_t>(idx_n, 1) * 8), mask(mask_n) {}
+  };
+  std::vector<std::unique_ptr<Layer>> layers;
+  for (int l = 0; l < kLayers; ++l)
+    layers.push_back(std::make_unique<Layer>(pool_cap, idx_cap, mask_cap));
+  DevBuf qo((kBs + 1) * 4), kv((kBs + 1) * 4), mask_indptr((kBs + 1) * 8);
+
+  VerifyParams d = batches[0][0].params();
+  d.batch_size = kBs;
+  d.max_draft = kMaxDraft;
+  d.max_total_q = kMaxTotalQ;
+  d.num_splits = kSplits;
+  d.plan_blocks = kPlanBlocks;
+  d.pool_slots = slots_cap;
+  d.qo_indptr = static_cast<const int32_t*>(qo.p);
+  d.kv_indptr = static_cast<const int32_t*>(kv.p);
+  d.kv_indices_len = idx_cap;
+  d.mask_len = mask_cap;
+  d.mask_indptr = static_cast<const int64_t*>(mask_indptr.p);
+  d.q = layers[0]->q.p;  // for the workspace's size and the static checks
+  d.kv_pool = layers[0]->pool.p;
+  d.kv_indices = static_cast<const int64_t*>(layers[0]->idx.p);
+  d.k_extend = layers[0]->kext.p;
+  d.mask = layers[0]->mask.p;
+  d.o_lat = layers[0]->o.p;
+  d.lse = static_cast<float*>(layers[0]->lse.p);
+  ASSERT_TRUE(VerifyKernel::can_implement(d)) << VerifyKernel::can_implement(d).reason;
+  const size_t ws_bytes = VerifyKernel::workspace_bytes(d);
+  DevBuf ws(ws_bytes);
+  CUDA_CHECK(cudaMemset(ws.p, kWorkspacePoison, ws_bytes));
+
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::vector<VerifyKernel> kernels(kLayers);
+  for (int l = 0; l < kLayers; ++l) {
+    VerifyParams pl = d;
+    pl.q = layers[l]->q.p;
+    pl.kv_pool = layers[l]->pool.p;
+    pl.kv_indices = static_cast<const int64_t*>(layers[l]->idx.p);
+    pl.k_extend = layers[l]->kext.p;
+    pl.mask = layers[l]->mask.p;
+    pl.o_lat = layers[l]->o.p;
+    pl.lse = static_cast<float*>(layers[l]->lse.p);
+    kernels[l].initialize(pl, ws.p, stream);
+  }
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  kernels[0].plan();
+  for (int l = 0; l < kLayers; ++l) kernels[l].attend();
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+
+  CudaBackend eager;
+  for (size_t n = 0; n < batches.size(); ++n) {
+    auto up = [&](void* dst, const void* src, size_t bytes) {
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    };
+    const VerifyParams p0 = batches[n][0].params();
+    up(qo.p, p0.qo_indptr, (kBs + 1) * 4);
+    up(kv.p, p0.kv_indptr, (kBs + 1) * 4);
+    up(mask_indptr.p, p0.mask_indptr, (kBs + 1) * 8);
+    for (int l = 0; l < kLayers; ++l) {
+      VerifyBatch& b = batches[n][l];
+      const VerifyParams p = b.params();
+      const int64_t T = b.total_tokens();
+      Layer& g = *layers[l];
+      up(g.q.p, p.q, T * kHeads * kRowDim * 2);
+      up(g.pool.p, p.kv_pool, b.pool().storage_elements() * 2);
+      if (!b.metadata().kv_indices.empty())
+        up(g.idx.p, p.kv_indices, b.metadata().kv_indices.size() * 8);
+      up(g.kext.p, p.k_extend, T * kRowDim * 2);
+      up(g.mask.p, p.mask, p.mask_len);
+      CUDA_CHECK(cudaMemsetAsync(g.o.p, 0xff, kMaxTotalQ * kHeads * kLatentDim * 2, stream));
+      CUDA_CHECK(cudaMemsetAsync(g.lse.p, 0xff, kMaxTotalQ * kHeads * 4, stream));
+    }
+    CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (int l = 0; l < kLayers; ++l) {
+      VerifyBatch& b = batches[n][l];
+      const size_t real = static_cast<size_t>(b.real_tokens()) * kHeads;
+      std::vector<uint16_t> bits(real * kLatentDim);
+      std::vector<float> lse_g(real);
+      CUDA_CHECK(cudaMemcpy(bits.data(), layers[l]->o.p, bits.size() * 2, cudaMemcpyDeviceToHost));
+      CUDA_CHECK(cudaMemcpy(lse_g.data(), layers[l]->lse.p, real * 4, cudaMemcpyDeviceToHost));
+      b.poison_outputs();
+      eager.run(b.params());
+      for (size_t r = 0; r < real; ++r) {
+        ASSERT_EQ(0, std::memcmp(&lse_g[r], &b.lse()[r], 4))
+            << "pass " << n << " layer " << l << " row " << r;
+        for (int k = 0; k < kLatentDim; ++k)
+          ASSERT_EQ(bits[r * kLatentDim + k], b.o_lat()[r * kLatentDim + k].bits)
+              << "pass " << n << " layer " << l << " row " << r << " column " << k;
+      }
+    }
+  }
   CUDA_CHECK(cudaGraphExecDestroy(exec));
   CUDA_CHECK(cudaGraphDestroy(graph));
   CUDA_CHECK(cudaStreamDestroy(stream));

@@ -293,7 +293,7 @@ TEST(CudaSupport, KernelStaticChecks) {
 }
 
 // The lifecycle refuses before touching the device: unsupported params, a missing or misaligned
-// workspace, run() before initialize().
+// workspace, run(), plan() or attend() before initialize().
 TEST(CudaSupport, LifecycleRefusesBadSetup) {
   VerifyBatch b = small_batch();
   alignas(16) static unsigned char fake[64];
@@ -303,6 +303,8 @@ TEST(CudaSupport, LifecycleRefusesBadSetup) {
   d.lse = reinterpret_cast<float*>(fake);
   VerifyKernel k;
   EXPECT_THROW(k.run(), Unsupported);
+  EXPECT_THROW(k.plan(), Unsupported);
+  EXPECT_THROW(k.attend(), Unsupported);
   EXPECT_THROW(k.initialize(d, nullptr, nullptr), Unsupported);
   EXPECT_THROW(k.initialize(d, fake + 4, nullptr), Unsupported);
   VerifyParams bad = d;
