@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The README's side-by-side kernel table, from a device call's raw output (no hand-copied numbers).
 
-usage: scripts/readme_table.py CALL_DIR [CALL_DIR ...]
+usage: scripts/readme_table.py [--per-layer] CALL_DIR [CALL_DIR ...]
 
 Each CALL_DIR is an unpacked bench/results/<date>/callN folder as scripts/device_call_lib.sh
 leaves it: bench_<kernel>_<plan>_<round>.txt from verify_bench (kernel r4 | ws | mma6 | wg, plan
@@ -17,6 +17,11 @@ the ring named there is the one verify_bench's kernel column printed on most of 
 rows, and a cell whose runs printed another ring (chain4, which the default routes to ring 4)
 is marked "*" with that ring named under the table. A cell with no data prints as "–"; a column
 with none is left out.
+
+--per-layer prints the mixed batches' table of one plan per forward pass instead: the wgmma
+kernel and the ws column under the balanced plan with the planning kernel in every call
+(bench_<kernel>_bal_<round>.txt) and with one plan for all calls (MLAV_BENCH_PLAN=once,
+bench_<kernel>_once_<round>.txt, VerifyKernel::attend() alone), beside fa3 and fa2 (228 KB).
 """
 import glob
 import json
@@ -56,9 +61,11 @@ def read_bench(path):
     return rows
 
 
-def main(dirs):
+def main(args):
+    per_layer = args[:1] == ["--per-layer"]
+    dirs = args[1:] if per_layer else args
     if not dirs:
-        die("usage: readme_table.py CALL_DIR [CALL_DIR ...]")
+        die("usage: readme_table.py [--per-layer] CALL_DIR [CALL_DIR ...]")
     ours = {}   # (kernel, plan) -> workload -> [(us, roof)]
     peers = {}  # peer -> workload -> that workload's result object
     gpus = set()
@@ -67,7 +74,8 @@ def main(dirs):
         if not os.path.isdir(d):
             die(f"{d}: not a folder")
         for path in sorted(glob.glob(os.path.join(d, "bench_*_*_*.txt"))):
-            m = re.fullmatch(r"bench_(r4|ws|mma6|wg)_(uni|bal)_(\d+)\.txt", os.path.basename(path))
+            m = re.fullmatch(r"bench_(r4|ws|mma6|wg)_(uni|bal|once)_(\d+)\.txt",
+                             os.path.basename(path))
             if not m:
                 continue
             with open(path, errors="replace") as f:
@@ -143,6 +151,27 @@ def main(dirs):
             return KERNELS[kernel]
         ran = main_ring(kernel)
         return f"sm_120 default ({RING_NAMES.get(ran, ran) if ran else '?'})"
+
+    if per_layer:
+        def mean_cell(kernel, plan, w):
+            runs = ours.get((kernel, plan), {}).get(w)
+            return f"{statistics.mean(u for u, _, _ in runs):.1f}" if runs else "–"
+
+        rows = []
+        for kernel, peer in (("wg", "fa3"), ("ws", "fa2")):
+            name = KERNELS[kernel] if kernel == "wg" else sm120_label(kernel)
+            rows.append([f"{name}, plan in every call"] + [mean_cell(kernel, "bal", w) for w in MIXED])
+            rows.append([f"{name}, one plan per forward pass"] +
+                        [mean_cell(kernel, "once", w) for w in MIXED])
+            rows.append([f"FlashInfer {PEERS[peer]}"] + [peer_cell(peer, w) for w in MIXED])
+        rounds = sorted({len(v) for (k, p), d in ours.items() if p in ("bal", "once")
+                         for v in d.values()})
+        print(f"| µs per layer ({', '.join(sorted(gpus))}) | " + " | ".join(MIXED) + " |")
+        print("|" + "---|" * (1 + len(MIXED)))
+        for r in rows:
+            print("| " + " | ".join(r) + " |")
+        print(f"\n(our kernels: mean of {'/'.join(map(str, rounds))} round(s) of medians)")
+        return
 
     cols = ["workload", "roofline µs", KERNELS["wg"], "of roof", KERNELS["mma6"],
             sm120_label("ws"), "of roof", sm120_label("r4"), "of roof"]

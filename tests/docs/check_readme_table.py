@@ -2,9 +2,10 @@
 """The README's kernel table is the output of the command the README names, row for row.
 
 The README cites the raw output its side-by-side table comes from as a command line
-(`scripts/readme_table.py bench/results/<date>/callN ...`). This check runs that command and
-requires every table row it prints to appear verbatim in README.md, so a hand-edited number, or
-a table left behind when the cited calls change, fails CI.
+(`scripts/readme_table.py bench/results/<date>/callN ...`), and the per-layer table of the mixed
+batches as `scripts/readme_table.py --per-layer ...`. This check runs each command and requires
+every table row it prints to appear verbatim in README.md, so a hand-edited number, or a table
+left behind when the cited calls change, fails CI.
 usage: check_readme_table.py REPO_ROOT
 """
 import re
@@ -14,24 +15,26 @@ import sys
 
 def main(root):
     readme = open(f"{root}/README.md", encoding="utf-8").read()
-    cited = re.findall(r"`(scripts/readme_table\.py(?: bench/results/[^` ]+)+)`", readme)
-    if len(cited) != 1:
+    cited = re.findall(r"`(scripts/readme_table\.py(?: --per-layer)?(?: bench/results/[^` ]+)+)`",
+                       readme)
+    if len([c for c in cited if "--per-layer" not in c]) != 1:
         print(f"README.md: expected one `scripts/readme_table.py <call folders>` command, found "
               f"{len(cited)}")
         return 1
-    out = subprocess.run([sys.executable] + cited[0].split(), cwd=root, capture_output=True,
-                         text=True)
-    if out.returncode != 0:
-        print(f"{cited[0]}: exit {out.returncode}: {out.stderr.strip()}")
-        return 1
-    rows = [line for line in out.stdout.splitlines() if line.startswith("|")]
     lines = set(readme.splitlines())
-    missing = [row for row in rows if row not in lines]
-    if len(rows) < 3 or missing:
-        print(f"README.md: {len(missing)} of the {len(rows)} rows that `{cited[0]}` prints are "
-              f"not in it, first: {missing[0] if missing else '(no rows)'}")
-        return 1
-    print(f"README.md holds all {len(rows)} rows of `{cited[0]}`")
+    for command in cited:
+        out = subprocess.run([sys.executable] + command.split(), cwd=root, capture_output=True,
+                             text=True)
+        if out.returncode != 0:
+            print(f"{command}: exit {out.returncode}: {out.stderr.strip()}")
+            return 1
+        rows = [line for line in out.stdout.splitlines() if line.startswith("|")]
+        missing = [row for row in rows if row not in lines]
+        if len(rows) < 3 or missing:
+            print(f"README.md: {len(missing)} of the {len(rows)} rows that `{command}` prints "
+                  f"are not in it, first: {missing[0] if missing else '(no rows)'}")
+            return 1
+        print(f"README.md holds all {len(rows)} rows of `{command}`")
     return 0
 
 
