@@ -339,7 +339,8 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
 }
 
 detail::PartialArgs VerifyKernel::launch_args() const {
-  if (!initialized_) throw Unsupported("cuda verify kernel: run(), plan() or attend() before initialize()");
+  if (!initialized_)
+    throw Unsupported("cuda verify kernel: run(), plan() or attend() before initialize()");
   detail::PartialArgs args;
   args.p = params_;
   args.ws_o = static_cast<float*>(workspace_);

@@ -218,8 +218,7 @@ class VerifyKernel {
   // stream order, a plan() or run() of a kernel initialized with the same workspace and the same
   // sizes, over metadata whose qo_indptr and kv_indptr hold the same values (Q, KV, kv_indices,
   // the mask and the outputs may differ: they are the layer's). Nothing checks this on the
-  // device; a stale plan gives wrong splits, not a fault: a request of P tokens is read only
-  // within P, but the splits of a longer request may go unread.
+  // device: attend() over a stale plan computes the wrong splits, and its results are wrong.
   void plan();
   void attend();
   // The partial kernel initialize() chose (choose_variant with MLAV_CUDA_KERNEL).
