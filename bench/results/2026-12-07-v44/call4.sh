@@ -1,0 +1,25 @@
+#!/bin/bash
+# v44 call 4, the session's last device time. On an H200: the README's table (v42's call7.sh from
+# .device/k7; LIMIT as the budget allows, packed after each step). On any other card: the property
+# suite on the CUDA backend under the sm_120 default (ws, routed) with a fresh seed, after run()
+# became plan() then attend() (call 2 ran it under wgmma).
+#   bash bench/results/2026-12-07-v44/build1.sh, then carry [".device/k7", ".device/mixpeer"]
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  sed -e 's#source scripts/device_call_lib.sh 6#source scripts/device_call_lib.sh 7#' \
+    bench/results/2026-12-07-v42/call7.sh > /tmp/call7_k7.sh
+  LIMIT=${LIMIT:-140} exec bash /tmp/call7_k7.sh
+fi
+source scripts/device_call_lib.sh 7
+call_n=4
+O=/tmp/o4_v44
+rm -rf $O && mkdir -p $O
+main() {
+  local seed=$(( $(date +%s) % 1000000007 ))
+  MLAV_CUDA_KERNEL=mma2 MLAV_SEED=$seed timeout 120 "$B/props_tests" \
+    --gtest_filter='Backends/PropertySuite.*/cuda' > "$O/props_default.log" 2>&1
+  echo "props sm_120 default MLAV_SEED=$seed rc=$?:" \
+    "$(grep -E '^\[  (PASSED|FAILED) |cases in' "$O/props_default.log" | tr '\n' ' ')"
+  t props
+}
+main 2>&1 | tee "$O/summary.txt"
+finish
