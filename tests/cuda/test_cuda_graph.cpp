@@ -208,9 +208,9 @@ TEST_P(CudaGraph, CaptureOnceReplayWithNewContents) {
 // the layers share the batch's lengths and the workspace, and each has its own Q, KV pool, slots
 // and outputs. One graph (the plan, then three layers' attend()) is replayed for two forward
 // passes of different lengths; every layer's result must be the eager backend's bits for that
-// layer's batch. Kills a plan() that does nothing (the layers read the poisoned workspace), an
-// attend() that drops the plan (the uniform plan's splits: other bits), and a graph whose plan
-// node is skipped after the first capture (the second pass's splits are the first's).
+// layer's batch. Kills a plan() that does nothing (the layers read the poisoned workspace) and an
+// attend() that drops the plan (the uniform plan's splits: other bits), both run on the device
+// (cuda/NOTES.md v44; bench/results/2026-12-07-v44/mutants.sh builds them).
 TEST(CudaGraphLayers, PlanOncePerForwardAttendPerLayer) {
   MLAV_SKIP_WITHOUT_DEVICE();
   constexpr int kLayers = 3;
