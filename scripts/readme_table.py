@@ -160,7 +160,8 @@ def main(args):
         rows = []
         for kernel, peer in (("wg", "fa3"), ("ws", "fa2")):
             name = KERNELS[kernel] if kernel == "wg" else sm120_label(kernel)
-            rows.append([f"{name}, plan in every call"] + [mean_cell(kernel, "bal", w) for w in MIXED])
+            rows.append([f"{name}, plan in every call"] +
+                        [mean_cell(kernel, "bal", w) for w in MIXED])
             rows.append([f"{name}, one plan per forward pass"] +
                         [mean_cell(kernel, "once", w) for w in MIXED])
             rows.append([f"FlashInfer {PEERS[peer]}"] + [peer_cell(peer, w) for w in MIXED])
