@@ -6,6 +6,9 @@
 #   t LABEL                 seconds since the start, after a step
 #   run_tests K [BIN [FILTER]]  cuda_tests (or BIN) under MLAV_CUDA_KERNEL=K: its summary line and
 #                           the first failures; the log in $O/tests_K[_BIN].log
+#   run_props K [SECONDS]   the property suite on the CUDA backend (props_tests from the
+#                           staged binaries) under MLAV_CUDA_KERNEL=K with a fresh MLAV_SEED
+#                           (the time): its summary line; the log in $O/props_K.log
 #   run_bench TAG K PLAN [BIN]  verify_bench (or BIN) under MLAV_CUDA_KERNEL=K and
 #                           MLAV_BENCH_PLAN=PLAN (more settings from the caller's environment):
 #                           the nine workloads' medians on one line, the output in $O/bench_TAG.txt
@@ -46,6 +49,13 @@ run_tests() {
   MLAV_CUDA_KERNEL=$k timeout 120 "$B/$bin" --gtest_filter="$filter" > "$log" 2>&1
   echo "$bin $k rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$log" | head -3 | tr '\n' ' ')"
   grep -E '^\[  FAILED  \]' "$log" | head -5
+}
+run_props() {
+  local k=$1 seed=$(( $(date +%s) % 1000000007 ))
+  MLAV_CUDA_KERNEL=$k MLAV_SEED=$seed timeout "${2:-200}" "$B/props_tests" \
+    --gtest_filter='Backends/PropertySuite.*/cuda' > "$O/props_$k.log" 2>&1
+  echo "props $k MLAV_SEED=$seed rc=$?:" \
+    "$(grep -E '^\[  (PASSED|FAILED) |cases in' "$O/props_$k.log" | tr '\n' ' ')"
 }
 run_bench() {
   local tag=$1 k=$2 plan=$3 bin=${4:-verify_bench}

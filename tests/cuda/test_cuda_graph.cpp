@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cuda/cuda_backend.h"
@@ -62,6 +63,24 @@ std::vector<BatchSpec> replay_specs(int32_t plan_blocks = 0) {
     v.push_back(s);
   }
   return v;
+}
+
+// The eager backend on the same batch (its own grid from the batch's own maxima) is the
+// reference for a replay's outputs: identical per-block arithmetic, so identical bits (lse and o)
+// for every real row. `where` names the replay in a failure.
+void expect_eager_bits(CudaBackend& eager, VerifyBatch& b, const std::vector<uint16_t>& o_bits,
+                       const std::vector<float>& lse, const std::string& where) {
+  b.poison_outputs();
+  eager.run(b.params());
+  const size_t real = static_cast<size_t>(b.real_tokens()) * kHeads;
+  ASSERT_GE(lse.size(), real) << where;
+  ASSERT_GE(o_bits.size(), real * kLatentDim) << where;
+  for (size_t r = 0; r < real; ++r) {
+    ASSERT_EQ(0, std::memcmp(&lse[r], &b.lse()[r], 4)) << where << " row " << r;
+    for (int k = 0; k < kLatentDim; ++k)
+      ASSERT_EQ(o_bits[r * kLatentDim + k], b.o_lat()[r * kLatentDim + k].bits)
+          << where << " row " << r << " column " << k;
+  }
 }
 
 class CudaGraph : public ::testing::TestWithParam<int32_t> {};
@@ -156,17 +175,7 @@ TEST_P(CudaGraph, CaptureOnceReplayWithNewContents) {
     std::vector<uint16_t> bits;
     std::vector<float> lse_g;
     replay(b, bits, lse_g);
-    // The eager backend on the same batch (its own grid from the batch's own maxima) is the
-    // reference: identical per-block arithmetic, so identical bits for every real row.
-    b.poison_outputs();
-    eager.run(b.params());
-    const size_t real = static_cast<size_t>(b.real_tokens()) * kHeads;
-    for (size_t r = 0; r < real; ++r) {
-      ASSERT_EQ(0, std::memcmp(&lse_g[r], &b.lse()[r], 4)) << "batch " << n << " row " << r;
-      for (int k = 0; k < kLatentDim; ++k)
-        ASSERT_EQ(bits[r * kLatentDim + k], b.o_lat()[r * kLatentDim + k].bits)
-            << "batch " << n << " row " << r << " column " << k;
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_eager_bits(eager, b, bits, lse_g, "batch " + std::to_string(n)));
     // Balanced plan: what the planning kernel wrote is split_plan.h's function of this batch's
     // lengths, as the CPU backend computes it on the host (the chunk and every n_i).
     if (GetParam() > 0) {
@@ -244,6 +253,17 @@ TEST(CudaGraphLayers, PlanOncePerForwardAttendPerLayer) {
         mask, o{kMaxTotalQ * kHeads * kLatentDim * 2}, lse{kMaxTotalQ * kHeads * 4};
     Layer(int64_t pool_elems, int64_t idx_n, int64_t mask_n)
         : pool(pool_elems * 2), idx(std::max<int64_t>(idx_n, 1) * 8), mask(mask_n) {}
+    // The pass's params with this layer's own buffers.
+    VerifyParams bind(VerifyParams p) const {
+      p.q = q.p;
+      p.kv_pool = pool.p;
+      p.kv_indices = static_cast<const int64_t*>(idx.p);
+      p.k_extend = kext.p;
+      p.mask = mask.p;
+      p.o_lat = o.p;
+      p.lse = static_cast<float*>(lse.p);
+      return p;
+    }
   };
   std::vector<std::unique_ptr<Layer>> layers;
   for (int l = 0; l < kLayers; ++l)
@@ -262,13 +282,7 @@ TEST(CudaGraphLayers, PlanOncePerForwardAttendPerLayer) {
   d.kv_indices_len = idx_cap;
   d.mask_len = mask_cap;
   d.mask_indptr = static_cast<const int64_t*>(mask_indptr.p);
-  d.q = layers[0]->q.p;  // for the workspace's size and the static checks
-  d.kv_pool = layers[0]->pool.p;
-  d.kv_indices = static_cast<const int64_t*>(layers[0]->idx.p);
-  d.k_extend = layers[0]->kext.p;
-  d.mask = layers[0]->mask.p;
-  d.o_lat = layers[0]->o.p;
-  d.lse = static_cast<float*>(layers[0]->lse.p);
+  d = layers[0]->bind(d);  // for the workspace's size and the static checks
   ASSERT_TRUE(VerifyKernel::can_implement(d)) << VerifyKernel::can_implement(d).reason;
   const size_t ws_bytes = VerifyKernel::workspace_bytes(d);
   DevBuf ws(ws_bytes);
@@ -277,17 +291,7 @@ TEST(CudaGraphLayers, PlanOncePerForwardAttendPerLayer) {
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::vector<VerifyKernel> kernels(kLayers);
-  for (int l = 0; l < kLayers; ++l) {
-    VerifyParams pl = d;
-    pl.q = layers[l]->q.p;
-    pl.kv_pool = layers[l]->pool.p;
-    pl.kv_indices = static_cast<const int64_t*>(layers[l]->idx.p);
-    pl.k_extend = layers[l]->kext.p;
-    pl.mask = layers[l]->mask.p;
-    pl.o_lat = layers[l]->o.p;
-    pl.lse = static_cast<float*>(layers[l]->lse.p);
-    kernels[l].initialize(pl, ws.p, stream);
-  }
+  for (int l = 0; l < kLayers; ++l) kernels[l].initialize(layers[l]->bind(d), ws.p, stream);
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -328,15 +332,8 @@ TEST(CudaGraphLayers, PlanOncePerForwardAttendPerLayer) {
       std::vector<float> lse_g(real);
       CUDA_CHECK(cudaMemcpy(bits.data(), layers[l]->o.p, bits.size() * 2, cudaMemcpyDeviceToHost));
       CUDA_CHECK(cudaMemcpy(lse_g.data(), layers[l]->lse.p, real * 4, cudaMemcpyDeviceToHost));
-      b.poison_outputs();
-      eager.run(b.params());
-      for (size_t r = 0; r < real; ++r) {
-        ASSERT_EQ(0, std::memcmp(&lse_g[r], &b.lse()[r], 4))
-            << "pass " << n << " layer " << l << " row " << r;
-        for (int k = 0; k < kLatentDim; ++k)
-          ASSERT_EQ(bits[r * kLatentDim + k], b.o_lat()[r * kLatentDim + k].bits)
-              << "pass " << n << " layer " << l << " row " << r << " column " << k;
-      }
+      ASSERT_NO_FATAL_FAILURE(expect_eager_bits(
+          eager, b, bits, lse_g, "pass " + std::to_string(n) + " layer " + std::to_string(l)));
     }
   }
   CUDA_CHECK(cudaGraphExecDestroy(exec));

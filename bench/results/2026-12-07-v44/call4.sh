@@ -14,11 +14,7 @@ call_n=4
 O=/tmp/o4_v44
 rm -rf $O && mkdir -p $O
 main() {
-  local seed=$(( $(date +%s) % 1000000007 ))
-  MLAV_CUDA_KERNEL=mma2 MLAV_SEED=$seed timeout 120 "$B/props_tests" \
-    --gtest_filter='Backends/PropertySuite.*/cuda' > "$O/props_default.log" 2>&1
-  echo "props sm_120 default MLAV_SEED=$seed rc=$?:" \
-    "$(grep -E '^\[  (PASSED|FAILED) |cases in' "$O/props_default.log" | tr '\n' ' ')"
+  run_props mma2 120
   t props
 }
 main 2>&1 | tee "$O/summary.txt"
