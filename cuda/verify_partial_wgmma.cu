@@ -45,12 +45,16 @@ namespace mlaverify::cuda::detail {
 // its SM, for the 31st launch since the previous print (the last workload's at exit).
 // scripts/trace_summary.py condenses that per split. cuda/NOTES.md v14 has what it found.
 // kTraceSync / kTraceMerged: the cluster merge's first barrier passed, its rows merged.
+// kTraceWork / kTraceQStaged / kTraceTile0 split the prologue (cuda/NOTES.md v45).
 enum TraceField {
   kTraceStart,
   kTraceLoop,
   kTraceLoopEnd,
   kTraceSync,
   kTraceMerged,
+  kTraceWork,     // warpgroup 0 has its block's work (metadata loaded), before Q's copies
+  kTraceQStaged,  // Q's copies landed in shared memory
+  kTraceTile0,    // tile 0 landed (warpgroup 0's first wait passed)
   kTraceEnd,
   kTraceSm,
   kTraceFields
@@ -452,6 +456,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
   // units go to their own block for the whole kernel.
   {
     const BlockWork w = block_work(args);
+    MLAV_TRACE(kTraceWork);
     const int32_t H = p.num_heads;
     const __nv_bfloat16* qbase = static_cast<const __nv_bfloat16*>(p.q);
 #pragma unroll 4
@@ -476,6 +481,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     }
     cp_async_commit();
     cp_async_wait<0>();
+    MLAV_TRACE(kTraceQStaged);
     // Q staged, for all of warpgroup 0: an mbarrier of its 128 threads. (A 128-thread named
     // barrier here made compute-sanitizer racecheck lose track of every later barrier, v14; a
     // 256-thread one made warpgroup 0 wait for warpgroup 1's draft decode, v15.)
@@ -513,6 +519,9 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     const int b = tile % kBufs;
     const uint32_t buf = kv_buf(b);
     mbar_wait(bar_full(b), (tile / kBufs) & 1);
+#ifdef MLAV_WGMMA_TRACE
+    if (tile == 0) MLAV_TRACE(kTraceTile0);
+#endif
     fence_proxy_async();  // the generic-proxy copies, before wgmma reads them
 
     // S = Q K^T: 64 rows x 64 keys over 576 columns, latent from registers, rope from smem;
@@ -806,7 +815,9 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
   issue_tile(0, false, false);
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) next_slot[kk] = slot1[kk];
+#ifndef MLAV_WGMMA_LATE_TILE1
   if (num_tiles > 1) issue_tile(1, true, false);
+#endif
   // Tiles 0 and 1 that are prefix tiles need no visibility: this thread's arrivals now.
 #pragma unroll
   for (int t = 0; t < 2; ++t)
@@ -829,6 +840,12 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
       if (tile < 2) mbar_arrive(bar_full(tile));
     }
   }
+#ifdef MLAV_WGMMA_LATE_TILE1
+  // Timing variant (cuda/NOTES.md v45): tile 1's gather only once Q has landed, so Q and tile 0
+  // do not share the first wave's fill with it.
+  mbar_wait(bar_q_staged(), 0);
+  if (num_tiles > 1) issue_tile(1, true, false);
+#endif
   mbar_wait(bar_q_loaded(), 0);  // warpgroup 0 has Q in registers: buffer 2 is free
   if (num_tiles > 2) load_tile(2);
 
@@ -988,10 +1005,11 @@ static void dump_trace() {
     for (unsigned i = 0; i < nb; ++i)
       if (tr[i][kTraceEnd] != 0)
         std::printf(
-            "TB %4u z %2u sm %3llu start %7.2f pro %7.2f loop %7.2f sync %7.2f merged %7.2f end "
-            "%7.2f\n",
+            "TB %4u z %2u sm %3llu start %7.2f work %7.2f qstaged %7.2f pro %7.2f tile0 %7.2f "
+            "loop %7.2f sync %7.2f merged %7.2f end %7.2f\n",
             i, i / (grid[0] * grid[1]), tr[i][kTraceSm], us(tr[i][kTraceStart]),
-            us(tr[i][kTraceLoop]), us(tr[i][kTraceLoopEnd]), us(tr[i][kTraceSync]),
+            us(tr[i][kTraceWork]), us(tr[i][kTraceQStaged]), us(tr[i][kTraceLoop]),
+            us(tr[i][kTraceTile0]), us(tr[i][kTraceLoopEnd]), us(tr[i][kTraceSync]),
             us(tr[i][kTraceMerged]), us(tr[i][kTraceEnd]));
   }
   static const unsigned long long zero[kTraceBlocks][kTraceFields] = {};

@@ -6,6 +6,9 @@ usage: scripts/trace_summary.py TRACE_OUTPUT
 For each traced launch (one per workload), per split index z: how many blocks, and min / median /
 max over them of the prologue end (warpgroup 0 enters its loop), the loop end and the block end,
 in microseconds from the launch's first block start; and the median epilogue (end - loop end).
+Traces that split the prologue (work, qstaged, tile0: cuda/NOTES.md v45) add a line of the same
+spreads from each block's own start: its work known, Q in shared memory, Q in registers, tile 0
+landed.
 The blocks that end last are the ones to look at: a call lasts as long as its slowest block.
 """
 import statistics
@@ -19,7 +22,8 @@ def parse(lines):
         if line.startswith("TRACE"):
             launches.append((line.strip(), []))
         elif line.startswith("TB") and launches:
-            # TB <id> z <z> sm <sm> start <t> pro <t> loop <t> [sync <t> merged <t>] end <t>
+            # TB <id> z <z> sm <sm> start <t> [work <t> qstaged <t>] pro <t> [tile0 <t>] loop <t>
+            # [sync <t> merged <t>] end <t>
             block = {"z": int(fields[3])}
             for i in range(6, len(fields) - 1, 2):
                 block[fields[i]] = float(fields[i + 1])
@@ -46,6 +50,11 @@ def main():
                 z, len(zb), spread([b["pro"] for b in zb]), spread([b["loop"] for b in zb]),
                 spread([b["end"] for b in zb]),
                 statistics.median([b["end"] - b["loop"] for b in zb])))
+            if all(b.get("work", -1) >= 0 and b.get("tile0", -1) >= 0 for b in zb):
+                since = lambda key: spread([b[key] - b["start"] for b in zb])
+                print("        from its start: start %s  work %s  Q staged %s  Q in registers %s"
+                      "  tile 0 %s" % (spread([b["start"] for b in zb]), since("work"),
+                                       since("qstaged"), since("pro"), since("tile0")))
             # The cluster merge's phases (-1: not reached, i.e. no cluster merge).
             if all(b.get("sync", -1) >= 0 for b in zb):
                 print("        cluster merge: barrier passed %s  rows merged %s" % (
