@@ -55,6 +55,8 @@ enum TraceField {
   kTraceWork,     // warpgroup 0 has its block's work (metadata loaded), before Q's copies
   kTraceQStaged,  // Q's copies landed in shared memory
   kTraceTile0,    // tile 0 landed (warpgroup 0's first wait passed)
+  kTracePvDone,   // warpgroup 1's last PV retired (recorded by its first thread)
+  kTraceStored,   // warpgroup 0's partial stores issued (the merge-kernel path)
   kTraceEnd,
   kTraceSm,
   kTraceFields
@@ -72,15 +74,18 @@ __device__ __forceinline__ unsigned long long trace_now() {
 __device__ __forceinline__ unsigned trace_block() {
   return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
 }
-// Thread 0 records a point until the traced launch has sealed this block's record.
-__device__ __forceinline__ void trace_point(TraceField f) {
+// Thread `who` (0: warpgroup 0's first) records a point until the traced launch has sealed this
+// block's record.
+__device__ __forceinline__ void trace_point(TraceField f, unsigned who = 0) {
   const unsigned b = trace_block();
-  if (threadIdx.x == 0 && b < kTraceBlocks && g_trace[b][kTraceEnd] == 0)
+  if (threadIdx.x == who && b < kTraceBlocks && g_trace[b][kTraceEnd] == 0)
     g_trace[b][f] = trace_now();
 }
 #define MLAV_TRACE(field) trace_point(field)
+#define MLAV_TRACE_WG1(field) trace_point(field, 128)
 #else
 #define MLAV_TRACE(field) ((void)0)
+#define MLAV_TRACE_WG1(field) ((void)0)
 #endif
 
 namespace {
@@ -360,6 +365,36 @@ __device__ __forceinline__ void stash_partial(const float (&o)[R], int col0) {
     }
   }
 }
+
+#ifdef MLAV_WGMMA_STAGED_STORE
+// Timing variant (cuda/NOTES.md v45): the merge-kernel path's partial through the stash. After
+// every thread's stash_partial (and a block barrier), each warp writes rows warp, warp + 8, ..:
+// a row's 512 floats as 32 lanes x 4 float4, 512 contiguous bytes per store instruction (the
+// fragment-order stores of store_partial touch 8 rows, 32 bytes each, per instruction).
+__device__ __forceinline__ void store_stash(const PartialArgs& args) {
+  const VerifyParams& p = args.p;
+  const int lane = threadIdx.x & 31;
+  const BlockWork w = block_work(args);
+  const int64_t rows_total = p.max_total_q * p.num_heads;
+#pragma unroll 1
+  for (int r = threadIdx.x >> 5; r < kRows; r += kThreads / 32) {
+    const int64_t row = w.row0 + r;
+    if (row >= w.valid_rows) break;  // rows are valid up to a point
+    const int64_t out_row = (w.e.q_begin + row / p.num_heads) * p.num_heads + row % p.num_heads;
+    float4* out = reinterpret_cast<float4*>(args.ws_o + (int64_t{w.split} * rows_total + out_row) *
+                                                            kLatentDim);
+#pragma unroll
+    for (int k = 0; k < kLatentDim / 4 / 32; ++k) {
+      const int unit = lane + 32 * k;
+      float4 v;
+      asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                   : "r"(stash_unit(r, unit)));
+      out[unit] = v;
+    }
+  }
+}
+#endif
 
 // Cluster merge, after every block of the cluster has stashed its partial (sync_cluster): the
 // cluster's block of rank z (split z: the cluster is the row tile's num_splits blocks along z)
@@ -674,7 +709,14 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
                        m_run[hr], row_inv_l());
   }
   sync_all_warpgroups();
+#ifdef MLAV_WGMMA_STAGED_STORE
+  stash_partial(o, 0);
+  sync_all_warpgroups();  // every thread's part of the stash written
+  store_stash(args);
+#else
   store_partial(args, o, 0);
+#endif
+  MLAV_TRACE(kTraceStored);
 }
 
 // Warpgroup 1: the gather, O's other kCols1 columns.
@@ -881,6 +923,7 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
   wgmma_wait<0>();
   fence_regs(oa);
   fence_regs(ob);
+  MLAV_TRACE_WG1(kTracePvDone);
 
   // ---- the normalized partial (split_plan.h numerics 3): O / l ----
   sync_all_warpgroups();  // 1 / l written
@@ -889,8 +932,15 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
     stash_partial(ob, kCols0 + kCols1);
     return;
   }
+#ifdef MLAV_WGMMA_STAGED_STORE
+  stash_partial(oa, kCols0);
+  stash_partial(ob, kCols0 + kCols1);
+  sync_all_warpgroups();
+  store_stash(args);
+#else
   store_partial(args, oa, kCols0);
   store_partial(args, ob, kCols0 + kCols1);
+#endif
 }
 
 }  // namespace
@@ -1006,11 +1056,12 @@ static void dump_trace() {
       if (tr[i][kTraceEnd] != 0)
         std::printf(
             "TB %4u z %2u sm %3llu start %7.2f work %7.2f qstaged %7.2f pro %7.2f tile0 %7.2f "
-            "loop %7.2f sync %7.2f merged %7.2f end %7.2f\n",
+            "loop %7.2f pvdone %7.2f stored %7.2f sync %7.2f merged %7.2f end %7.2f\n",
             i, i / (grid[0] * grid[1]), tr[i][kTraceSm], us(tr[i][kTraceStart]),
             us(tr[i][kTraceWork]), us(tr[i][kTraceQStaged]), us(tr[i][kTraceLoop]),
-            us(tr[i][kTraceTile0]), us(tr[i][kTraceLoopEnd]), us(tr[i][kTraceSync]),
-            us(tr[i][kTraceMerged]), us(tr[i][kTraceEnd]));
+            us(tr[i][kTraceTile0]), us(tr[i][kTraceLoopEnd]), us(tr[i][kTracePvDone]),
+            us(tr[i][kTraceStored]), us(tr[i][kTraceSync]), us(tr[i][kTraceMerged]),
+            us(tr[i][kTraceEnd]));
   }
   static const unsigned long long zero[kTraceBlocks][kTraceFields] = {};
   const unsigned z = 0, zg[3] = {0, 0, 0};

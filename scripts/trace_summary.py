@@ -8,7 +8,8 @@ max over them of the prologue end (warpgroup 0 enters its loop), the loop end an
 in microseconds from the launch's first block start; and the median epilogue (end - loop end).
 Traces that split the prologue (work, qstaged, tile0: cuda/NOTES.md v45) add a line of the same
 spreads from each block's own start: its work known, Q in shared memory, Q in registers, tile 0
-landed.
+landed; and one that splits the epilogue (pvdone, stored): warpgroup 1's last PV retired and
+warpgroup 0's partial stores issued (the merge-kernel path; -1 under the cluster merge).
 The blocks that end last are the ones to look at: a call lasts as long as its slowest block.
 """
 import statistics
@@ -23,7 +24,7 @@ def parse(lines):
             launches.append((line.strip(), []))
         elif line.startswith("TB") and launches:
             # TB <id> z <z> sm <sm> start <t> [work <t> qstaged <t>] pro <t> [tile0 <t>] loop <t>
-            # [sync <t> merged <t>] end <t>
+            # [pvdone <t> stored <t>] [sync <t> merged <t>] end <t>
             block = {"z": int(fields[3])}
             for i in range(6, len(fields) - 1, 2):
                 block[fields[i]] = float(fields[i + 1])
@@ -55,6 +56,12 @@ def main():
                 print("        from its start: start %s  work %s  Q staged %s  Q in registers %s"
                       "  tile 0 %s" % (spread([b["start"] for b in zb]), since("work"),
                                        since("qstaged"), since("pro"), since("tile0")))
+            if all(b.get("pvdone", -1) >= 0 for b in zb):
+                line = "        epilogue: loop end %s  last PV retired %s" % (
+                    spread([b["loop"] for b in zb]), spread([b["pvdone"] for b in zb]))
+                if all(b.get("stored", -1) >= 0 for b in zb):
+                    line += "  stores issued %s" % spread([b["stored"] for b in zb])
+                print(line + "  end %s" % spread([b["end"] for b in zb]))
             # The cluster merge's phases (-1: not reached, i.e. no cluster merge).
             if all(b.get("sync", -1) >= 0 for b in zb):
                 print("        cluster merge: barrier passed %s  rows merged %s" % (

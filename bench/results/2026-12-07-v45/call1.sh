@@ -7,8 +7,11 @@
 #   points and the variant's #ifdef must leave the kernel as it was);
 # - where the wgmma kernel's ~5.5-8 us prologue goes: the trace build with the prologue split
 #   (work known, Q in shared memory, Q in registers, tile 0 landed) under the uniform plan and
-#   planned once; then the same for the late-tile-1 variant (tile 1's gather issued once Q has
-#   landed), and both timed untraced, alternated twice, beside FlashInfer fa3 on the nine.
+#   planned once, with the epilogue split too (last PV retired, partial stores issued); the same
+#   for two timing variants: late1 (tile 1's gather issued once Q has landed) and staged (the
+#   merge path's partial through the stash, stored row by row, 512 contiguous bytes per store
+#   instruction); the variants' cuda_tests; the kernel, late1, staged and both timed untraced,
+#   alternated twice, beside FlashInfer fa3 on the nine.
 #   bash bench/results/2026-12-07-v45/build1.sh, then carry [".device/k8", ".device/mixpeer"]
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   sed -e 's#source scripts/device_call_lib.sh 6#source scripts/device_call_lib.sh 8#' \
@@ -24,15 +27,17 @@ trace() {  # trace BIN PLAN
   MLAV_CUDA_KERNEL=wgmma MLAV_BENCH_PLAN=$2 timeout 120 $B/$1 > $O/$1_$2.txt 2>&1
   echo "$1 $2 rc=$?: $(grep -E '^(k2|v3|long|mix)' $O/$1_$2.txt | awk '{printf "%s ", $3}')"
   python3 scripts/trace_summary.py $O/$1_$2.txt > $O/summary_$1_$2.txt 2>&1
-  grep -E 'from its start' $O/summary_$1_$2.txt
+  grep -E 'from its start|epilogue:' $O/summary_$1_$2.txt | tail -4
 }
 main() {
   run_tests wgmma
   run_tests mma2
+  run_tests wgmma cuda_tests_late1
+  run_tests wgmma cuda_tests_staged
   sass_diff wgmma_obj $B/wg_before.o $B/wg_after.o
   t tests
   pack
-  for b in verify_bench_trace verify_bench_tracelate1; do
+  for b in verify_bench_trace verify_bench_tracelate1 verify_bench_tracestaged; do
     trace $b uniform
     trace $b once
   done
@@ -41,14 +46,18 @@ main() {
   for r in 1 2; do
     run_bench wg_uni_$r wgmma uniform
     run_bench late1_uni_$r wgmma uniform verify_bench_late1
+    run_bench staged_uni_$r wgmma uniform verify_bench_staged
+    run_bench both_uni_$r wgmma uniform verify_bench_both
     run_bench wg_once_$r wgmma once
     run_bench late1_once_$r wgmma once verify_bench_late1
+    run_bench staged_once_$r wgmma once verify_bench_staged
+    run_bench both_once_$r wgmma once verify_bench_both
   done
   t bench
   pack
   peer fa3
   pack
-  run_props mma2 120
+  run_props mma2 100
   t props
 }
 main 2>&1 | tee "$O/summary.txt"
