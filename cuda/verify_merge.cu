@@ -76,7 +76,14 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
   __syncthreads();
   auto qo_at = [&](int32_t i) { return cached ? qo[i] : p.qo_indptr[i]; };
 
+#ifdef MLAV_MERGE_INTERLEAVE
+  // Timing variant (cuda/NOTES.md v45): warp w of block b merges row w * gridDim.x + b, so a
+  // request's consecutive rows land on different blocks (SMs).
+  const int64_t out_row =
+      static_cast<int64_t>(threadIdx.x >> 5) * gridDim.x + static_cast<int64_t>(blockIdx.x);
+#else
   const int64_t out_row = static_cast<int64_t>(blockIdx.x) * kMergeRows + (threadIdx.x >> 5);
+#endif
   const int64_t token = out_row / H;
   const int32_t head = static_cast<int32_t>(out_row % H);
   if (token >= qo_at(bs)) return;

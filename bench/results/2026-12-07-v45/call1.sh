@@ -11,7 +11,10 @@
 #   for two timing variants: late1 (tile 1's gather issued once Q has landed) and staged (the
 #   merge path's partial through the stash, stored row by row, 512 contiguous bytes per store
 #   instruction); the variants' cuda_tests; the kernel, late1, staged and both timed untraced,
-#   alternated twice, beside FlashInfer fa3 on the nine.
+#   alternated twice, beside FlashInfer fa3 on the nine;
+# - the merge kernel with its rows interleaved over the blocks (mergeil: mix-p0-p1-p4097's 256
+#   rows of 24 partials each sit in 32 blocks today), under wgmma planned once and the sm_120
+#   default (ws), whose every call ends in the merge kernel, beside the kernel as it is.
 #   bash bench/results/2026-12-07-v45/build1.sh, then carry [".device/k8", ".device/mixpeer"]
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   sed -e 's#source scripts/device_call_lib.sh 6#source scripts/device_call_lib.sh 8#' \
@@ -34,6 +37,8 @@ main() {
   run_tests mma2
   run_tests wgmma cuda_tests_late1
   run_tests wgmma cuda_tests_staged
+  run_tests wgmma cuda_tests_mergeil
+  run_tests mma2 cuda_tests_mergeil
   sass_diff wgmma_obj $B/wg_before.o $B/wg_after.o
   t tests
   pack
@@ -44,14 +49,17 @@ main() {
   t traces
   pack
   for r in 1 2; do
-    run_bench wg_uni_$r wgmma uniform
-    run_bench late1_uni_$r wgmma uniform verify_bench_late1
-    run_bench staged_uni_$r wgmma uniform verify_bench_staged
-    run_bench both_uni_$r wgmma uniform verify_bench_both
     run_bench wg_once_$r wgmma once
     run_bench late1_once_$r wgmma once verify_bench_late1
     run_bench staged_once_$r wgmma once verify_bench_staged
     run_bench both_once_$r wgmma once verify_bench_both
+    run_bench mergeil_wg_once_$r wgmma once verify_bench_mergeil
+    run_bench ws_once_$r mma2 once
+    run_bench mergeil_ws_once_$r mma2 once verify_bench_mergeil
+    run_bench wg_uni_$r wgmma uniform
+    run_bench late1_uni_$r wgmma uniform verify_bench_late1
+    run_bench ws_uni_$r mma2 uniform
+    run_bench mergeil_ws_uni_$r mma2 uniform verify_bench_mergeil
   done
   t bench
   pack
