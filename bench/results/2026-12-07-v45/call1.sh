@@ -1,6 +1,6 @@
 #!/bin/bash
-# v45 call 1. On an H200 first: the README's table (v42's call7.sh from these binaries, LIMIT 330),
-# the issue's machine. On any card:
+# v45 call 1. On an H200 (unless SKIP_TABLE=1) only the README's table (v42's call7.sh from these
+# binaries), the issue's machine; the rest then in a second call. Else:
 # - cuda_tests under the wgmma kernel and the sm_120 default (0251880's graph-test refactor had
 #   run on no GPU), the property suite on the CUDA backend under the sm_120 default (ws) with a
 #   fresh seed (v44's staged call4.sh), and the wgmma object's SASS against 0251880's (the trace
@@ -11,15 +11,15 @@
 #   for two timing variants: late1 (tile 1's gather issued once Q has landed) and staged (the
 #   merge path's partial through the stash, stored row by row, 512 contiguous bytes per store
 #   instruction); the variants' cuda_tests; the kernel, late1, staged and both timed untraced,
-#   alternated twice, beside FlashInfer fa3 on the nine;
+#   alternated twice, beside FlashInfer fa3 on the mixed three;
 # - the merge kernel with its rows interleaved over the blocks (mergeil: mix-p0-p1-p4097's 256
 #   rows of 24 partials each sit in 32 blocks today), under wgmma planned once and the sm_120
 #   default (ws), whose every call ends in the merge kernel, beside the kernel as it is.
 #   bash bench/results/2026-12-07-v45/build1.sh, then carry [".device/k8", ".device/mixpeer"]
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+if [ "${SKIP_TABLE:-0}" != 1 ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   sed -e 's#source scripts/device_call_lib.sh 6#source scripts/device_call_lib.sh 8#' \
     bench/results/2026-12-07-v42/call7.sh > /tmp/call7_k8.sh
-  LIMIT=330 bash /tmp/call7_k8.sh
+  LIMIT=570 exec bash /tmp/call7_k8.sh  # the rest in a second call, SKIP_TABLE=1
 fi
 CALL16_LIB=1 source bench/results/2026-12-06-v38/call16.sh 2>/dev/null  # peer, W
 source scripts/device_call_lib.sh 8
@@ -63,9 +63,9 @@ main() {
   done
   t bench
   pack
-  peer fa3
+  W=mix-long-short,mix-64x100-4000,mix-p0-p1-p4097 peer fa3
   pack
-  run_props mma2 100
+  run_props mma2 90
   t props
 }
 main 2>&1 | tee "$O/summary.txt"
