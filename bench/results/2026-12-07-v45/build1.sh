@@ -14,8 +14,7 @@ v() { scripts/variant_bench.sh "$1" cuda/verify_partial_wgmma.cu "$2"; }
 v trace -DMLAV_WGMMA_TRACE
 v tracelate1 "-DMLAV_WGMMA_TRACE -DMLAV_WGMMA_LATE_TILE1"
 v tracestaged "-DMLAV_WGMMA_TRACE -DMLAV_WGMMA_STAGED_STORE"
-v both "-DMLAV_WGMMA_LATE_TILE1 -DMLAV_WGMMA_STAGED_STORE"
-LINK=tests/cuda/cuda_tests v late1 -DMLAV_WGMMA_LATE_TILE1
+v late1 -DMLAV_WGMMA_LATE_TILE1
 LINK=tests/cuda/cuda_tests v staged -DMLAV_WGMMA_STAGED_STORE
 unset SM90_ONLY  # the merge kernel also serves the sm_120 kernels
 UNIT=verify_merge LINK=tests/cuda/cuda_tests scripts/variant_bench.sh mergeil cuda/verify_merge.cu \
@@ -25,7 +24,7 @@ cp /tmp/wg_before.o .device/wg_before.o
 cp build-cuda/cuda/CMakeFiles/mlaverify_cuda_sm90a.dir/verify_partial_wgmma.cu.o .device/wg_after.o
 tar czf .device/k8/bin.tgz -C .device verify_bench cuda_tests props_tests verify_bench_trace \
   verify_bench_late1 verify_bench_tracelate1 verify_bench_staged verify_bench_tracestaged \
-  verify_bench_both verify_bench_mergeil cuda_tests_late1 cuda_tests_staged cuda_tests_mergeil \
+  verify_bench_mergeil cuda_tests_staged cuda_tests_mergeil \
   wg_before.o wg_after.o
 rm -rf .device/mixpeer && cp -r ../shared/peer .device/mixpeer
 (cd .device/mixpeer && patch -s -p0 < ../../bench/results/2026-12-01-v16f-peer-bench-mixed.diff)

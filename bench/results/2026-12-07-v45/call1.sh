@@ -10,7 +10,7 @@
 #   planned once, with the epilogue split too (last PV retired, partial stores issued); the same
 #   for two timing variants: late1 (tile 1's gather issued once Q has landed) and staged (the
 #   merge path's partial through the stash, stored row by row, 512 contiguous bytes per store
-#   instruction); the variants' cuda_tests; the kernel, late1, staged and both timed untraced,
+#   instruction), with staged's cuda_tests; the kernel, late1 and staged timed untraced,
 #   alternated twice, beside FlashInfer fa3 on the mixed three;
 # - the merge kernel with its rows interleaved over the blocks (mergeil: mix-p0-p1-p4097's 256
 #   rows of 24 partials each sit in 32 blocks today), under wgmma planned once and the sm_120
@@ -35,7 +35,6 @@ trace() {  # trace BIN PLAN
 main() {
   run_tests wgmma
   run_tests mma2
-  run_tests wgmma cuda_tests_late1
   run_tests wgmma cuda_tests_staged
   run_tests wgmma cuda_tests_mergeil
   run_tests mma2 cuda_tests_mergeil
@@ -52,7 +51,6 @@ main() {
     run_bench wg_once_$r wgmma once
     run_bench late1_once_$r wgmma once verify_bench_late1
     run_bench staged_once_$r wgmma once verify_bench_staged
-    run_bench both_once_$r wgmma once verify_bench_both
     run_bench mergeil_wg_once_$r wgmma once verify_bench_mergeil
     run_bench ws_once_$r mma2 once
     run_bench mergeil_ws_once_$r mma2 once verify_bench_mergeil
