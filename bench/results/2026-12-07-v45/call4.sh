@@ -3,23 +3,18 @@
 # mix-p0-p1-p4097's call (wgmma, planned once) outside the partial kernel's span, where the merge
 # kernel runs: 256 rows of 24 partials each, one warp per row merging one partial at a time (its
 # loads behind a branch on the partial's lse). Interleaving the rows over the blocks (mergeil)
-# gained 0.1-0.9 us. Here: the variant's cuda_tests under wgmma and the sm_120 default, memcheck
-# on its small cases, and two alternated rounds of the kernel and the variant under wgmma planned
+# gained 0.1-0.9 us. Here: two alternated rounds of the kernel and the variant under wgmma planned
 # once, the sm_120 default (ws) planned once and under the uniform plan (every ws call ends in the
-# merge kernel); FlashInfer fa2 (228 KB) on the mixed three after.
+# merge kernel). Ordered for the session's last ~200 s of device time: the variant's cuda_tests under
+# the sm_120 default, the rounds, then its cuda_tests under wgmma and memcheck.
 #   bash bench/results/2026-12-07-v45/build4.sh, then carry [".device/k9", ".device/mixpeer"]
-CALL16_LIB=1 source bench/results/2026-12-06-v38/call16.sh 2>/dev/null  # peer
 source scripts/device_call_lib.sh 9
 call_n=4
 O=/tmp/o4_v45
 rm -rf $O && mkdir -p $O
-main() {
-  run_tests wgmma cuda_tests_mergecols
+main() {  # ordered for a short budget: each step packed as it ends
   run_tests mma2 cuda_tests_mergecols
-  MLAV_CUDA_KERNEL=mma2 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    $B/cuda_tests_mergecols --gtest_filter="$SAN_FILTER" > $O/memcheck_mergecols_mma2.log 2>&1
-  echo "memcheck mergecols mma2 rc=$?: $(grep -E 'ERROR SUMMARY|^\[  (PASSED|FAILED) ' $O/memcheck_mergecols_mma2.log | tr '\n' ' ')"
-  t tests
+  t tests_mma2
   pack
   for r in 1 2; do
     run_bench wg_once_$r wgmma once
@@ -28,12 +23,15 @@ main() {
     run_bench cols_ws_once_$r mma2 once verify_bench_mergecols
     run_bench ws_uni_$r mma2 uniform
     run_bench cols_ws_uni_$r mma2 uniform verify_bench_mergecols
-    run_bench wg_uni_$r wgmma uniform
-    run_bench cols_wg_uni_$r wgmma uniform verify_bench_mergecols
+    t "round $r"
+    pack
   done
-  t bench
+  run_tests wgmma cuda_tests_mergecols
   pack
-  W=mix-long-short,mix-64x100-4000,mix-p0-p1-p4097 peer fa2
+  MLAV_CUDA_KERNEL=mma2 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    $B/cuda_tests_mergecols --gtest_filter="$SAN_FILTER" > $O/memcheck_mergecols_mma2.log 2>&1
+  echo "memcheck mergecols mma2 rc=$?: $(grep -E 'ERROR SUMMARY|^\[  (PASSED|FAILED) ' $O/memcheck_mergecols_mma2.log | tr '\n' ' ')"
+  t memcheck
 }
 main 2>&1 | tee "$O/summary.txt"
 finish
