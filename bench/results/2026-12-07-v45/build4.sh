@@ -2,7 +2,7 @@
 # Builds and packs what call4.sh runs: this commit's verify_bench, and the merge kernel's
 # column-quarter variant (MLAV_MERGE_COLS: one warp per row quarter, branch-free loads, 8 partials
 # in flight) linked into verify_bench and cuda_tests.
-#   bash bench/results/2026-12-07-v45/build4.sh, then carry [".device/k9", ".device/mixpeer"]
+#   bash bench/results/2026-12-07-v45/build4.sh, then carry [".device/k9"]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 scripts/device_build.sh > /dev/null

@@ -7,7 +7,7 @@
 # once, the sm_120 default (ws) planned once and under the uniform plan (every ws call ends in the
 # merge kernel). Ordered for the session's last ~200 s of device time: the variant's cuda_tests under
 # the sm_120 default, the rounds, then its cuda_tests under wgmma and memcheck.
-#   bash bench/results/2026-12-07-v45/build4.sh, then carry [".device/k9", ".device/mixpeer"]
+#   bash bench/results/2026-12-07-v45/build4.sh, then carry [".device/k9"]
 source scripts/device_call_lib.sh 9
 call_n=4
 O=/tmp/o4_v45
