@@ -4,7 +4,7 @@
 # the rest then in a second call with SKIP_TABLE=1. Else:
 # - the merge kernel's column-quarter variant (MLAV_MERGE_COLS). Call 1 put 7-11 us of
 #   mix-p0-p1-p4097's call (wgmma, planned once) outside the partial kernel's span, where the merge
-#   kernel runs: 256 rows of 24 partials each, one warp per row merging one partial at a time (its
+#   kernel runs: 256 rows of 22 partials each, one warp per row merging one partial at a time (its
 #   loads behind a branch on the partial's lse). Interleaving the rows over the blocks (mergeil)
 #   gained 0.1-0.9 us. The variant's cuda_tests under wgmma and the sm_120 default and memcheck
 #   on its small cases;
