@@ -13,7 +13,7 @@
 #   instruction), with staged's cuda_tests; the kernel, late1 and staged timed untraced,
 #   alternated twice, beside FlashInfer fa3 on the mixed three;
 # - the merge kernel with its rows interleaved over the blocks (mergeil: mix-p0-p1-p4097's 256
-#   rows of 24 partials each sit in 32 blocks today), under wgmma planned once and the sm_120
+#   rows of 22 partials each sit in 32 blocks today), under wgmma planned once and the sm_120
 #   default (ws), whose every call ends in the merge kernel, beside the kernel as it is.
 #   bash bench/results/2026-12-07-v45/build1.sh, then carry [".device/k8", ".device/mixpeer"]
 if [ "${SKIP_TABLE:-0}" != 1 ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
