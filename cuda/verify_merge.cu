@@ -133,11 +133,6 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
   const int64_t warp_id = static_cast<int64_t>(blockIdx.x) * kMergeRows + (threadIdx.x >> 5);
   const int64_t out_row = warp_id / kMergeColParts;
   const int col_part = static_cast<int>(warp_id % kMergeColParts);
-#elif defined(MLAV_MERGE_INTERLEAVE)
-  // Timing variant (cuda/NOTES.md v45): warp w of block b merges row w * gridDim.x + b, so a
-  // request's consecutive rows land on different blocks (SMs).
-  const int64_t out_row =
-      static_cast<int64_t>(threadIdx.x >> 5) * gridDim.x + static_cast<int64_t>(blockIdx.x);
 #else
   const int64_t out_row = static_cast<int64_t>(blockIdx.x) * kMergeRows + (threadIdx.x >> 5);
 #endif

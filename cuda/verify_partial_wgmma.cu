@@ -366,36 +366,6 @@ __device__ __forceinline__ void stash_partial(const float (&o)[R], int col0) {
   }
 }
 
-#ifdef MLAV_WGMMA_STAGED_STORE
-// Timing variant (cuda/NOTES.md v45): the merge-kernel path's partial through the stash. After
-// every thread's stash_partial (and a block barrier), each warp writes rows warp, warp + 8, ..:
-// a row's 512 floats as 32 lanes x 4 float4, 512 contiguous bytes per store instruction (the
-// fragment-order stores of store_partial touch 8 rows, 32 bytes each, per instruction).
-__device__ __forceinline__ void store_stash(const PartialArgs& args) {
-  const VerifyParams& p = args.p;
-  const int lane = threadIdx.x & 31;
-  const BlockWork w = block_work(args);
-  const int64_t rows_total = p.max_total_q * p.num_heads;
-#pragma unroll 1
-  for (int r = threadIdx.x >> 5; r < kRows; r += kThreads / 32) {
-    const int64_t row = w.row0 + r;
-    if (row >= w.valid_rows) break;  // rows are valid up to a point
-    const int64_t out_row = (w.e.q_begin + row / p.num_heads) * p.num_heads + row % p.num_heads;
-    float4* out = reinterpret_cast<float4*>(args.ws_o + (int64_t{w.split} * rows_total + out_row) *
-                                                            kLatentDim);
-#pragma unroll
-    for (int k = 0; k < kLatentDim / 4 / 32; ++k) {
-      const int unit = lane + 32 * k;
-      float4 v;
-      asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                   : "r"(stash_unit(r, unit)));
-      out[unit] = v;
-    }
-  }
-}
-#endif
-
 // Cluster merge, after every block of the cluster has stashed its partial (sync_cluster): the
 // cluster's block of rank z (split z: the cluster is the row tile's num_splits blocks along z)
 // merges rows z + n (warp + 8 j), j = 0, 1, .. of the row tile, n the request's non-empty
@@ -554,9 +524,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
     const int b = tile % kBufs;
     const uint32_t buf = kv_buf(b);
     mbar_wait(bar_full(b), (tile / kBufs) & 1);
-#ifdef MLAV_WGMMA_TRACE
     if (tile == 0) MLAV_TRACE(kTraceTile0);
-#endif
     fence_proxy_async();  // the generic-proxy copies, before wgmma reads them
 
     // S = Q K^T: 64 rows x 64 keys over 576 columns, latent from registers, rope from smem;
@@ -709,13 +677,7 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
                        m_run[hr], row_inv_l());
   }
   sync_all_warpgroups();
-#ifdef MLAV_WGMMA_STAGED_STORE
-  stash_partial(o, 0);
-  sync_all_warpgroups();  // every thread's part of the stash written
-  store_stash(args);
-#else
   store_partial(args, o, 0);
-#endif
   MLAV_TRACE(kTraceStored);
 }
 
@@ -932,15 +894,8 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
     stash_partial(ob, kCols0 + kCols1);
     return;
   }
-#ifdef MLAV_WGMMA_STAGED_STORE
-  stash_partial(oa, kCols0);
-  stash_partial(ob, kCols0 + kCols1);
-  sync_all_warpgroups();
-  store_stash(args);
-#else
   store_partial(args, oa, kCols0);
   store_partial(args, ob, kCols0 + kCols1);
-#endif
 }
 
 }  // namespace

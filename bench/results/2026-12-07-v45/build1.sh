@@ -4,6 +4,8 @@
 # phases (verify_bench_trace); the late-tile-1 timing variant alone and traced (verify_bench_late1,
 # verify_bench_tracelate1); the wgmma object of 0251880 (wg_before.o, copied there before this
 # commit's build) for a SASS comparison with this one; the peer benchmark with the mixed workloads.
+# The staged and mergeil variants left the source after v45 (not adopted); to rebuild them, first
+#   git apply bench/results/2026-12-07-v45/staged_mergeil.diff
 #   cp build-cuda/cuda/CMakeFiles/mlaverify_cuda_sm90a.dir/verify_partial_wgmma.cu.o /tmp/wg_before.o
 #   (at 0251880), then bash bench/results/2026-12-07-v45/build1.sh; carry [".device/k8", ".device/mixpeer"]
 set -euo pipefail

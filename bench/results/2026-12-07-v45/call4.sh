@@ -7,7 +7,7 @@
 #   kernel runs: 256 rows of 22 partials each, one warp per row merging one partial at a time (its
 #   loads behind a branch on the partial's lse). Interleaving the rows over the blocks (mergeil)
 #   gained 0.1-0.9 us. The variant's cuda_tests under wgmma and the sm_120 default and memcheck
-#   on its small cases;
+#   on its small cases; late1's cuda_tests (not run in call 1);
 # - two alternated rounds: the kernel and mergecols under wgmma planned once, the sm_120 default
 #   (ws) planned once and under the uniform plan (every ws call ends in the merge kernel); late1
 #   under wgmma, uniform and once (its third and fourth rounds after call 1's ~1%);
@@ -26,6 +26,7 @@ rm -rf $O && mkdir -p $O
 main() {  # each step packed as it ends
   run_tests mma2 cuda_tests_mergecols
   run_tests wgmma cuda_tests_mergecols
+  run_tests wgmma cuda_tests_late1
   MLAV_CUDA_KERNEL=mma2 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 \
     $B/cuda_tests_mergecols --gtest_filter="$SAN_FILTER" > $O/memcheck_mergecols_mma2.log 2>&1
   echo "memcheck mergecols mma2 rc=$?: $(grep -E 'ERROR SUMMARY|^\[  (PASSED|FAILED) ' $O/memcheck_mergecols_mma2.log | tr '\n' ' ')"
