@@ -21,10 +21,18 @@ namespace mlaverify::cuda::detail {
 // load_o(s, c) as a float4, one partial at a time (only those with lse > -inf are read).
 constexpr int kLsePerLane = 3;  // partials l, l + 32, l + 64 (np <= kMaxSplits + 1 = 65)
 static_assert(kMaxSplits + 1 <= 32 * kLsePerLane, "three partials per lane");
+// The partials a row's merge visits, in order: k = 0 .. count - 1 visits partial at(k), i.e. the
+// written splits 0 .. front - 1, then `last` (the draft block's partial) when count > front.
+// Timing variant MLAV_MERGE_FRONT (cuda/NOTES.md v46): only these, not all np = cap + 1 with a
+// skip for each unwritten one; the partials added, and their order, are the same.
+struct MergeVisits {
+  int32_t count, front, last;
+  __device__ __forceinline__ int32_t at(int32_t k) const { return k < front ? k : last; }
+};
 template <class LoadO>
 __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, int32_t head,
                                           const float (&lse_l)[kLsePerLane], int32_t np,
-                                          LoadO&& load_o) {
+                                          MergeVisits visits, LoadO&& load_o) {
   const int lane = threadIdx.x & 31;
   float big_m = lse_l[0];
 #pragma unroll
@@ -39,7 +47,12 @@ __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, 
   float wsum = 0.f;
   if (big_m != -INFINITY) {  // warp-uniform: the shuffles below see every lane
 #pragma unroll 4
+#ifdef MLAV_MERGE_FRONT
+    for (int32_t k = 0; k < visits.count; ++k) {
+      const int32_t s = visits.at(k);
+#else
     for (int32_t s = 0; s < np; ++s) {
+#endif
       float mine = lse_l[0];  // lse_l[s / 32], without indexing registers dynamically
 #pragma unroll
       for (int k = 1; k < kLsePerLane; ++k)
@@ -68,8 +81,8 @@ __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, 
 template <class LoadO>
 __device__ __forceinline__ void merge_row_quarter(const VerifyParams& p, int64_t token,
                                                   int32_t head, int q,
-                                                  const float (&lse_l)[kLsePerLane], int32_t np,
-                                                  LoadO&& load_o) {
+                                                  const float (&lse_l)[kLsePerLane],
+                                                  MergeVisits visits, LoadO&& load_o) {
   const int lane = threadIdx.x & 31;
   float big_m = lse_l[0];
   int32_t at = lane;  // a partial holding big_m: this lane's best, then the warp's
@@ -86,7 +99,8 @@ __device__ __forceinline__ void merge_row_quarter(const VerifyParams& p, int64_t
   float wsum = 0.f;
   if (big_m != -INFINITY) {  // warp-uniform: the shuffles below see every lane
 #pragma unroll 8
-    for (int32_t s = 0; s < np; ++s) {
+    for (int32_t k = 0; k < visits.count; ++k) {
+      const int32_t s = visits.at(k);
       float mine = lse_l[0];
 #pragma unroll
       for (int k = 1; k < kLsePerLane; ++k)
@@ -173,13 +187,14 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
     const int32_t s = lane + 32 * k;
     lse_l[k] = s < np && written(s) ? args.ws_lse[s * rows_total + out_row] : -INFINITY;
   }
+  const MergeVisits visits{front + (args.folded ? 0 : 1), front, p.num_splits};
 #ifdef MLAV_MERGE_COLS
-  merge_row_quarter(p, token, head, col_part, lse_l, np, [&](int32_t s, int c) {
+  merge_row_quarter(p, token, head, col_part, lse_l, visits, [&](int32_t s, int c) {
     return *reinterpret_cast<const float4*>(args.ws_o + (s * rows_total + out_row) * kLatentDim +
                                             lane * 4 + 128 * c);
   });
 #else
-  merge_row(p, token, head, lse_l, np, [&](int32_t s, int c) {
+  merge_row(p, token, head, lse_l, np, visits, [&](int32_t s, int c) {
     return *reinterpret_cast<const float4*>(args.ws_o + (s * rows_total + out_row) * kLatentDim +
                                             lane * 4 + 128 * c);
   });

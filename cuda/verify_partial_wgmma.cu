@@ -819,9 +819,6 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
   issue_tile(0, false, false);
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) next_slot[kk] = slot1[kk];
-#ifndef MLAV_WGMMA_LATE_TILE1
-  if (num_tiles > 1) issue_tile(1, true, false);
-#endif
   // Tiles 0 and 1 that are prefix tiles need no visibility: this thread's arrivals now.
 #pragma unroll
   for (int t = 0; t < 2; ++t)
@@ -844,12 +841,14 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
       if (tile < 2) mbar_arrive(bar_full(tile));
     }
   }
-#ifdef MLAV_WGMMA_LATE_TILE1
-  // Timing variant (cuda/NOTES.md v45): tile 1's gather only once Q has landed, so Q and tile 0
-  // do not share the first wave's fill with it.
+  // Tile 1's gather only once Q has landed, so Q and tile 0 do not share the first wave's fill
+  // with it (cuda/NOTES.md v45-v46, four rounds on the nine: 52 of 72 timings faster, median
+  // -0.8%; chain4 under the uniform plan, whose tiles come from HBM, +0.3 to +1.4% in all four,
+  // mix-p0-p1-p4097 planned once in three of four). This thread's own
+  // arrival on tile 1's "landed" barrier above may precede the issue: that barrier also waits
+  // for every loader thread's copies-done arrival, which only the issue below adds.
   mbar_wait(bar_q_staged(), 0);
   if (num_tiles > 1) issue_tile(1, true, false);
-#endif
   mbar_wait(bar_q_loaded(), 0);  // warpgroup 0 has Q in registers: buffer 2 is free
   if (num_tiles > 2) load_tile(2);
 
