@@ -71,7 +71,7 @@ __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, 
   if (lane == 0) merge_store_lse(p, token, head, big_m, wsum);
 }
 
-#ifdef MLAV_MERGE_COLS
+#if defined(MLAV_MERGE_COLS) || defined(MLAV_MERGE_PASSES)
 // Timing variant (cuda/NOTES.md v45): one warp per (row, quarter q of the columns), lane l summing
 // columns 128 q + 4 l .. + 3 (one float4 per partial, not four: the loads of 8 partials can be in
 // flight at once within the merge's register cap). A skipped partial (lse = -inf) loads the
@@ -120,6 +120,8 @@ __device__ __forceinline__ void merge_row_quarter(const VerifyParams& p, int64_t
   merge_store(p, token, head, lane * 4 + 128 * q, o);
   if (q == 0 && lane == 0) merge_store_lse(p, token, head, big_m, wsum);
 }
+#endif
+#ifdef MLAV_MERGE_COLS
 constexpr int kMergeColParts = 4;
 #else
 constexpr int kMergeColParts = 1;
@@ -193,6 +195,17 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
     return *reinterpret_cast<const float4*>(args.ws_o + (s * rows_total + out_row) * kLatentDim +
                                             lane * 4 + 128 * c);
   });
+#elif defined(MLAV_MERGE_PASSES)
+  // Timing variant (cuda/NOTES.md v46): one warp per row as in merge_row, its four column
+  // quarters in turn, each by merge_row_quarter (8 partials' loads in flight, only the written
+  // partials visited): mergecols' depth without its 4x warps.
+#pragma unroll 1
+  for (int q = 0; q < 4; ++q)
+    merge_row_quarter(p, token, head, q, lse_l, visits, [&](int32_t s, int c) {
+      return *reinterpret_cast<const float4*>(args.ws_o +
+                                              (s * rows_total + out_row) * kLatentDim +
+                                              lane * 4 + 128 * c);
+    });
 #else
   merge_row(p, token, head, lse_l, np, visits, [&](int32_t s, int c) {
     return *reinterpret_cast<const float4*>(args.ws_o + (s * rows_total + out_row) * kLatentDim +
