@@ -23,15 +23,17 @@ constexpr int kLsePerLane = 3;  // partials l, l + 32, l + 64 (np <= kMaxSplits 
 static_assert(kMaxSplits + 1 <= 32 * kLsePerLane, "three partials per lane");
 // The partials a row's merge visits, in order: k = 0 .. count - 1 visits partial at(k), i.e. the
 // written splits 0 .. front - 1, then `last` (the draft block's partial) when count > front.
-// Timing variant MLAV_MERGE_FRONT (cuda/NOTES.md v46): only these, not all np = cap + 1 with a
-// skip for each unwritten one; the partials added, and their order, are the same.
+// Only these, not all np = cap + 1 with a skip for each unwritten one: under the balanced plan
+// num_splits is only a cap (64 on tree16, whose rows hold 4 splits). The partials added, and
+// their order, are the same, so the same bits; 46 of 70 timings faster over four rounds, tree16
+// and chain4 under wgmma 1.8-3.7% in all four (cuda/NOTES.md v46).
 struct MergeVisits {
   int32_t count, front, last;
   __device__ __forceinline__ int32_t at(int32_t k) const { return k < front ? k : last; }
 };
 template <class LoadO>
 __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, int32_t head,
-                                          const float (&lse_l)[kLsePerLane], int32_t np,
+                                          const float (&lse_l)[kLsePerLane],
                                           MergeVisits visits, LoadO&& load_o) {
   const int lane = threadIdx.x & 31;
   float big_m = lse_l[0];
@@ -47,12 +49,8 @@ __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, 
   float wsum = 0.f;
   if (big_m != -INFINITY) {  // warp-uniform: the shuffles below see every lane
 #pragma unroll 4
-#ifdef MLAV_MERGE_FRONT
     for (int32_t k = 0; k < visits.count; ++k) {
       const int32_t s = visits.at(k);
-#else
-    for (int32_t s = 0; s < np; ++s) {
-#endif
       float mine = lse_l[0];  // lse_l[s / 32], without indexing registers dynamically
 #pragma unroll
       for (int k = 1; k < kLsePerLane; ++k)
@@ -71,61 +69,6 @@ __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, 
   if (lane == 0) merge_store_lse(p, token, head, big_m, wsum);
 }
 
-#if defined(MLAV_MERGE_COLS) || defined(MLAV_MERGE_PASSES)
-// Timing variant (cuda/NOTES.md v45): one warp per (row, quarter q of the columns), lane l summing
-// columns 128 q + 4 l .. + 3 (one float4 per partial, not four: the loads of 8 partials can be in
-// flight at once within the merge's register cap). A skipped partial (lse = -inf) loads the
-// partial with the largest lse instead, which is always written, and its sum is discarded by a
-// select, so the loads need no branch; the partials that are added, and their order, are
-// merge_row's: the same bits.
-template <class LoadO>
-__device__ __forceinline__ void merge_row_quarter(const VerifyParams& p, int64_t token,
-                                                  int32_t head, int q,
-                                                  const float (&lse_l)[kLsePerLane],
-                                                  MergeVisits visits, LoadO&& load_o) {
-  const int lane = threadIdx.x & 31;
-  float big_m = lse_l[0];
-  int32_t at = lane;  // a partial holding big_m: this lane's best, then the warp's
-#pragma unroll
-  for (int k = 1; k < kLsePerLane; ++k)
-    if (lse_l[k] > big_m) big_m = lse_l[k], at = lane + 32 * k;
-#pragma unroll
-  for (int off = 16; off >= 1; off >>= 1) {
-    const float m2 = __shfl_xor_sync(0xffffffffu, big_m, off);
-    const int32_t a2 = __shfl_xor_sync(0xffffffffu, at, off);
-    if (m2 > big_m || (m2 == big_m && a2 < at)) big_m = m2, at = a2;
-  }
-  float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-  float wsum = 0.f;
-  if (big_m != -INFINITY) {  // warp-uniform: the shuffles below see every lane
-#pragma unroll 8
-    for (int32_t k = 0; k < visits.count; ++k) {
-      const int32_t s = visits.at(k);
-      float mine = lse_l[0];
-#pragma unroll
-      for (int k = 1; k < kLsePerLane; ++k)
-        if (s >= 32 * k) mine = lse_l[k];
-      const float lse_s = __shfl_sync(0xffffffffu, mine, s & 31);
-      const bool used = lse_s != -INFINITY;
-      const float4 v = load_o(used ? s : at, q);
-      const float w = merge_weight(used ? lse_s : big_m, big_m);
-      float4 t = o;
-      merge_add(t, w, v);
-      if (used) o = t, wsum += w;
-    }
-    float4 one[1] = {o};
-    merge_normalize(one, wsum);
-    o = one[0];
-  }
-  merge_store(p, token, head, lane * 4 + 128 * q, o);
-  if (q == 0 && lane == 0) merge_store_lse(p, token, head, big_m, wsum);
-}
-#endif
-#ifdef MLAV_MERGE_COLS
-constexpr int kMergeColParts = 4;
-#else
-constexpr int kMergeColParts = 1;
-#endif
 
 constexpr int kMergeThreads = 256;
 constexpr int kMergeRows = kMergeThreads / 32;
@@ -145,13 +88,7 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
   __syncthreads();
   auto qo_at = [&](int32_t i) { return cached ? qo[i] : p.qo_indptr[i]; };
 
-#if defined(MLAV_MERGE_COLS)
-  const int64_t warp_id = static_cast<int64_t>(blockIdx.x) * kMergeRows + (threadIdx.x >> 5);
-  const int64_t out_row = warp_id / kMergeColParts;
-  const int col_part = static_cast<int>(warp_id % kMergeColParts);
-#else
   const int64_t out_row = static_cast<int64_t>(blockIdx.x) * kMergeRows + (threadIdx.x >> 5);
-#endif
   const int64_t token = out_row / H;
   const int32_t head = static_cast<int32_t>(out_row % H);
   if (token >= qo_at(bs)) return;
@@ -190,28 +127,10 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
     lse_l[k] = s < np && written(s) ? args.ws_lse[s * rows_total + out_row] : -INFINITY;
   }
   const MergeVisits visits{front + (args.folded ? 0 : 1), front, p.num_splits};
-#ifdef MLAV_MERGE_COLS
-  merge_row_quarter(p, token, head, col_part, lse_l, visits, [&](int32_t s, int c) {
+  merge_row(p, token, head, lse_l, visits, [&](int32_t s, int c) {
     return *reinterpret_cast<const float4*>(args.ws_o + (s * rows_total + out_row) * kLatentDim +
                                             lane * 4 + 128 * c);
   });
-#elif defined(MLAV_MERGE_PASSES)
-  // Timing variant (cuda/NOTES.md v46): one warp per row as in merge_row, its four column
-  // quarters in turn, each by merge_row_quarter (8 partials' loads in flight, only the written
-  // partials visited): mergecols' depth without its 4x warps.
-#pragma unroll 1
-  for (int q = 0; q < 4; ++q)
-    merge_row_quarter(p, token, head, q, lse_l, visits, [&](int32_t s, int c) {
-      return *reinterpret_cast<const float4*>(args.ws_o +
-                                              (s * rows_total + out_row) * kLatentDim +
-                                              lane * 4 + 128 * c);
-    });
-#else
-  merge_row(p, token, head, lse_l, np, visits, [&](int32_t s, int c) {
-    return *reinterpret_cast<const float4*>(args.ws_o + (s * rows_total + out_row) * kLatentDim +
-                                            lane * 4 + 128 * c);
-  });
-#endif
 }
 
 void launch_merge(const PartialArgs& args, CUstream_st* stream) {
@@ -220,8 +139,8 @@ void launch_merge(const PartialArgs& args, CUstream_st* stream) {
   // of the partial kernel has started (the wgmma kernel says so at its top; the others never do,
   // so for them this launch is ordinary stream order), and they wait in griddepcontrol.wait for
   // its results.
-  const dim3 grid(static_cast<unsigned>(
-      (p.max_total_q * p.num_heads * kMergeColParts + kMergeRows - 1) / kMergeRows));
+  const dim3 grid(
+      static_cast<unsigned>((p.max_total_q * p.num_heads + kMergeRows - 1) / kMergeRows));
   CUDA_CHECK(launch_kernel(verify_merge, args, grid, kMergeThreads, 0, stream, true));
 }
 
