@@ -69,7 +69,6 @@ __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, 
   if (lane == 0) merge_store_lse(p, token, head, big_m, wsum);
 }
 
-
 constexpr int kMergeThreads = 256;
 constexpr int kMergeRows = kMergeThreads / 32;
 constexpr int kMergeIndptrCache = 1024;  // qo_indptr entries searched in shared memory

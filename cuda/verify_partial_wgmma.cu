@@ -842,11 +842,10 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
     }
   }
   // Tile 1's gather only once Q has landed, so Q and tile 0 do not share the first wave's fill
-  // with it (cuda/NOTES.md v45-v46, four rounds on the nine: 52 of 72 timings faster, median
-  // -0.8%; chain4 under the uniform plan, whose tiles come from HBM, +0.3 to +1.4% in all four,
-  // mix-p0-p1-p4097 planned once in three of four). This thread's own
-  // arrival on tile 1's "landed" barrier above may precede the issue: that barrier also waits
-  // for every loader thread's copies-done arrival, which only the issue below adds.
+  // with it (cuda/NOTES.md v45-v46, six rounds on the nine: 79 of 108 timings faster, median
+  // -0.7%; chain4 under the uniform plan, whose tiles come from HBM, +0.3 to +1.4% in all six).
+  // This thread's own arrival on tile 1's "landed" barrier above may precede the issue: that
+  // barrier also waits for every loader thread's copies-done arrival, which the issue adds.
   mbar_wait(bar_q_staged(), 0);
   if (num_tiles > 1) issue_tile(1, true, false);
   mbar_wait(bar_q_loaded(), 0);  // warpgroup 0 has Q in registers: buffer 2 is free
