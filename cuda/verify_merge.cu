@@ -21,7 +21,7 @@ namespace mlaverify::cuda::detail {
 // load_o(s, c) as a float4, one partial at a time (only those with lse > -inf are read).
 constexpr int kLsePerLane = 3;  // partials l, l + 32, l + 64 (np <= kMaxSplits + 1 = 65)
 static_assert(kMaxSplits + 1 <= 32 * kLsePerLane, "three partials per lane");
-// The partials a row's merge visits, in order: k = 0 .. count - 1 visits partial at(k), i.e. the
+// The partials a row's merge visits, in order: v = 0 .. count - 1 visits partial at(v), i.e. the
 // written splits 0 .. front - 1, then `last` (the draft block's partial) when count > front.
 // Only these, not all np = cap + 1 with a skip for each unwritten one: under the balanced plan
 // num_splits is only a cap (64 on tree16, whose rows hold 4 splits). The partials added, and
@@ -29,7 +29,7 @@ static_assert(kMaxSplits + 1 <= 32 * kLsePerLane, "three partials per lane");
 // and chain4 under wgmma 1.8-3.7% in all four (cuda/NOTES.md v46).
 struct MergeVisits {
   int32_t count, front, last;
-  __device__ __forceinline__ int32_t at(int32_t k) const { return k < front ? k : last; }
+  __device__ __forceinline__ int32_t at(int32_t v) const { return v < front ? v : last; }
 };
 template <class LoadO>
 __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, int32_t head,
@@ -49,8 +49,8 @@ __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, 
   float wsum = 0.f;
   if (big_m != -INFINITY) {  // warp-uniform: the shuffles below see every lane
 #pragma unroll 4
-    for (int32_t k = 0; k < visits.count; ++k) {
-      const int32_t s = visits.at(k);
+    for (int32_t v = 0; v < visits.count; ++v) {
+      const int32_t s = visits.at(v);
       float mine = lse_l[0];  // lse_l[s / 32], without indexing registers dynamically
 #pragma unroll
       for (int k = 1; k < kLsePerLane; ++k)

@@ -453,8 +453,8 @@ __device__ __forceinline__ void math_warpgroup(const PartialArgs& args, int num_
   const int frag_col = (lane & 3) * 2;   // accumulator columns 8 i + frag_col, + 1
   const int r0 = wq * 16 + (lane >> 2);  // accumulator rows r0 and r0 + 8
 
-  // ---- Prologue, while warpgroup 1's gathers of tiles 0 and 1 are in flight and it decodes
-  // the first tiles' draft visibility. Q: 64 rows x 72
+  // ---- Prologue, while warpgroup 1's gather of tile 0 is in flight (tile 1's follows once Q
+  // has landed) and it decodes the first tiles' draft visibility. Q: 64 rows x 72
   // units of 16 bytes, rows past the request zero-filled; warp wq copies its 16 rows, each row
   // as three warp-wide runs (units lane, lane + 32, lane + 64 < 72). The latent 64 units are
   // staged in buffer 2 (loaded into registers below, before tile 2 is gathered there); the rope
@@ -759,8 +759,9 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
   }
   // Issues the whole of tile `tile` into buffer tile % 3; past the last key the rows are
   // zero-filled (src-size 0), so stale keys never meet a probability.
-  // own_arrival false: the caller arrives on the tile's "landed" barrier itself, later (the
-  // prologue, which decodes visibility words first: the arrival publishes them).
+  // own_arrival false: the caller arrives on the tile's "landed" barrier itself (the prologue,
+  // after it decodes the visibility words that the arrival publishes: after the issue for tile
+  // 0, before it for tile 1, whose gather waits for Q).
   auto issue_tile = [&](int tile, bool load_next, bool own_arrival) {
     const int b = tile % kBufs;
     const uint32_t dst0 = kv_buf(b) + ld_key * 128 + ((ld_u ^ (ld_key & 7)) * 16);
@@ -823,8 +824,8 @@ __device__ __forceinline__ void pv_warpgroup(const PartialArgs& args, int num_ti
 #pragma unroll
   for (int t = 0; t < 2; ++t)
     if (t < num_tiles && t >= draft_tiles) mbar_arrive(bar_full(t));
-  // Draft visibility of the first kBufs tiles (usually the whole draft: D <= 192), while the
-  // copies above fly and warpgroup 0 loads Q: two threads per row, 32 keys each, the mask reads
+  // Draft visibility of the first kBufs tiles (usually the whole draft: D <= 192), while tile
+  // 0's copies fly and warpgroup 0 loads Q: two threads per row, 32 keys each, the mask reads
   // independent (a key past the draft is not read). Published by this thread's arrival on the
   // tile's "landed" barrier, right after its words for tiles 0 and 1 (so S of tile 0 need not
   // wait for tile 1's decode), when it is issued for tile 2. Done by warpgroup 0 before it
