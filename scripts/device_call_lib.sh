@@ -21,10 +21,11 @@
 #   run_peer [SECONDS]      FlashInfer fa2 (228 KB shape; Triton and PyTorch in its first step) on
 #                           the six from .device/peer (carry it): the six lines of its table,
 #                           the output in $O/peer
-#   run_san TOOL TAG BIN RING [SECONDS]  compute-sanitizer TOOL (memcheck, racecheck) over BIN's
-#                           small CUDA cases (SAN_FILTER) on the sm_120-sized kernel with
-#                           MLAV_MMA2_RING=RING: its summary lines, the commonest reports and the
-#                           first kernel frames; the log in $O/TOOL_TAG.log
+#   run_san TOOL TAG BIN [RING [SECONDS]]  compute-sanitizer TOOL (memcheck, racecheck) over
+#                           BIN's small CUDA cases (SAN_FILTER) under MLAV_CUDA_KERNEL=$K (mma2,
+#                           the sm_120-sized kernel, unless K is set) with MLAV_MMA2_RING=RING
+#                           (the default ring when empty): its summary lines, the commonest
+#                           reports and the first kernel frames; the log in $O/TOOL_TAG.log
 #   run_peer_sm120 WORKLOADS [SECONDS]  FlashInfer fa2 in the shape an sm_120 part gives it
 #                           (scripts/peer_fa2_sm120.sh over .device/mixpeer, carry it; its rc 1 is
 #                           the skipped PyTorch step): its table's lines, the output in $O/peer_sm120
@@ -89,9 +90,10 @@ run_peer() {
 }
 SAN_FILTER='CudaLaws.*:*CudaGraph*:*h1_d1_p0*:*tile_edges*:*p1_splits2*:*draft_bits*:*balanced*'
 run_san() {
-  local tool=$1 tag=$2 bin=$3 ring=$4 log=$O/$1_$2.log
-  MLAV_CUDA_KERNEL=mma2 MLAV_MMA2_RING=$ring timeout "${5:-130}" compute-sanitizer --tool "$tool" \
-    --error-exitcode 9 "$B/$bin" --gtest_filter="$SAN_FILTER" > "$log" 2>&1
+  local tool=$1 tag=$2 bin=$3 ring=${4:-} log=$O/$1_$2.log
+  env MLAV_CUDA_KERNEL="${K:-mma2}" ${ring:+MLAV_MMA2_RING=$ring} timeout "${5:-130}" \
+    compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/$bin" --gtest_filter="$SAN_FILTER" \
+    > "$log" 2>&1
   echo "$tool $tag rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' "$log" | tr '\n' ' ')"
   grep -E '^========= (Error|Race|Warning)' "$log" | sort | uniq -c | sort -rn | head -3
   grep -m3 -E '^=========     at .*verify_partial' "$log"

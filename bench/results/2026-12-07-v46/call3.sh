@@ -7,22 +7,12 @@
 # wgmma (once, uniform) and the sm_120 default (once, uniform); FlashInfer fa3 and fa2 on the
 # mixed three.
 #   bash bench/results/2026-12-07-v46/build3.sh, then carry [".device/k12", ".device/mixpeer"]
-if [ "${SKIP_TABLE:-0}" != 1 ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  sed -e 's#source scripts/device_call_lib.sh 6#source scripts/device_call_lib.sh 12#' \
-    bench/results/2026-12-07-v42/call7.sh > /tmp/call7_k12.sh
-  LIMIT=570 exec bash /tmp/call7_k12.sh
-fi
+source scripts/h200_table_call.sh 12
 CALL16_LIB=1 source bench/results/2026-12-06-v38/call16.sh 2>/dev/null  # peer
 source scripts/device_call_lib.sh 12
 call_n=3
 O=/tmp/o3_v46
 rm -rf $O && mkdir -p $O
-san() {  # san TOOL KERNEL
-  local log=$O/$1_$2.log
-  MLAV_CUDA_KERNEL=$2 timeout 120 compute-sanitizer --tool $1 --error-exitcode 9 \
-    $B/cuda_tests --gtest_filter="$SAN_FILTER" > $log 2>&1
-  echo "$1 $2 rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' $log | tr '\n' ' ')"
-}
 main() {
   run_tests wgmma
   run_tests mma2
@@ -31,9 +21,9 @@ main() {
   run_props mma2 100
   t props
   pack
-  san memcheck wgmma
-  san racecheck wgmma
-  san memcheck mma2
+  K=wgmma run_san memcheck wgmma cuda_tests
+  K=wgmma run_san racecheck wgmma cuda_tests
+  run_san memcheck mma2 cuda_tests
   t sanitizers
   pack
   run_bench wg_once wgmma once
