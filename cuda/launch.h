@@ -30,9 +30,6 @@ struct PartialArgs {
   // Whether the partial kernel is launched as the planning kernel's programmatic dependent (its
   // blocks start while the plan is written) or in stream order: choose_plan_pdl (verify_kernel.h).
   bool plan_pdl = true;
-  // Warps per output row of the merge kernel: 1 (merge_row) or 4, one per quarter of the columns
-  // (choose_merge_parts, verify_kernel.h).
-  int32_t merge_parts = 1;
 };
 
 // The balanced plan's buffer, int32 words: [0] the number of work units, [1] the chunk (tiles
@@ -82,9 +79,7 @@ int max_active_clusters_wgmma(int cluster_size);
 void prepare_partial_ws(int carveout_percent);
 int blocks_per_sm_ws();
 void launch_partial_ws(const PartialArgs& args, CUstream_st* stream);
-// Enqueue the merge kernel, args.merge_parts warps per (token, head) row.
+// Enqueue the merge kernel, one warp per (token, head) row.
 void launch_merge(const PartialArgs& args, CUstream_st* stream);
-// The merge kernel's warps resident per SM (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
-int merge_warps_per_sm();
 
 }  // namespace mlaverify::cuda::detail

@@ -67,15 +67,6 @@ bool choose_cluster_merge(const char* requested, bool folded, int32_t num_splits
                          std::min<int64_t>(grid_blocks, sm_count);
 }
 
-int choose_merge_parts(const char* requested, int64_t rows, int sm_count, int warps_per_sm) {
-  const std::string want = requested ? requested : "";
-  if (want == "1") return 1;
-  if (want == "4") return 4;
-  if (!want.empty())
-    throw InvalidInput("MLAV_MERGE_PARTS", -1, "\"" + want + "\" is not 1 or 4");
-  return rows * 4 <= int64_t{sm_count} * warps_per_sm ? 4 : 1;
-}
-
 bool choose_plan_pdl(const char* requested, KernelVariant variant) {
   const std::string want = requested ? requested : "";
   if (want.empty()) return variant != KernelVariant::Wgmma;
@@ -341,9 +332,6 @@ void VerifyKernel::initialize(const VerifyParams& p, void* workspace, CUstream_s
   cluster_merge_ = choose_cluster_merge(std::getenv("MLAV_MERGE"), folded_ && p.plan_blocks == 0,
                                         p.num_splits, clusters, blocks, sms);
   plan_pdl_ = choose_plan_pdl(std::getenv("MLAV_PLAN_PDL"), variant_);
-  merge_parts_ = choose_merge_parts(std::getenv("MLAV_MERGE_PARTS"),
-                                    int64_t{p.max_total_q} * p.num_heads, sms,
-                                    detail::merge_warps_per_sm());
   params_ = p;
   workspace_ = workspace;
   stream_ = stream;
@@ -361,7 +349,6 @@ detail::PartialArgs VerifyKernel::launch_args() const {
       args.ws_o + static_cast<size_t>(num_partials(params_.num_splits)) * rows * kLatentDim;
   args.folded = folded_;
   args.cluster_merge = cluster_merge_;
-  args.merge_parts = merge_parts_;
   if (params_.plan_blocks > 0)
     args.plan = reinterpret_cast<int32_t*>(static_cast<char*>(workspace_) + plan_offset(params_));
   return args;

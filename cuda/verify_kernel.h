@@ -183,16 +183,6 @@ bool choose_cluster_merge(const char* requested, bool folded, int32_t num_splits
                           int max_active_clusters, int64_t grid_blocks, int sm_count);
 inline constexpr int32_t kMaxClusterMerge = 8;
 
-// Warps per output row of the merge kernel: 1, or 4 each summing a quarter of the columns (the
-// same partials in the same order: the same bits). The merge is latency-bound: a batch of few
-// rows (long-ctx's 512, mix-p0-p1-p4097's 768) leaves the SMs a few warps each, and their rows
-// hold 16-22 splits; four warps per row put 4x the loads in flight there. Where one warp per row
-// already gives the SMs more warps than a quarter of what they hold, the 4x warps cost more than
-// they hide (cuda/NOTES.md v46-v47). So 4 when rows * 4 <= sm_count * warps_per_sm (all of them
-// resident in one wave), else 1. `requested` is MLAV_MERGE_PARTS: null or "" for this rule, "1"
-// or "4" to force one; anything else is InvalidInput naming it.
-int choose_merge_parts(const char* requested, int64_t rows, int sm_count, int warps_per_sm);
-
 // One verify launch over DEVICE pointers. Lifecycle: can_implement -> workspace_bytes ->
 // initialize (once, outside capture) -> run (any number of times, capturable in a CUDA graph).
 // Every size that varies per step is read on the device from the metadata buffers; run() does no
@@ -239,8 +229,6 @@ class VerifyKernel {
   // Whether the partial kernel merges in clusters (choose_cluster_merge with MLAV_MERGE) rather
   // than through the merge kernel.
   bool cluster_merge() const { return cluster_merge_; }
-  // Warps per row of the merge kernel (choose_merge_parts with MLAV_MERGE_PARTS).
-  int merge_parts() const { return merge_parts_; }
   // The 2-stage kernel's L1 prefetch distance in chunks (choose_mma2_l1; 0 for other variants).
   int mma2_l1() const { return mma2_l1_; }
   // The 2-stage kernel's ring: 2 buffers and P, or 3 with P in the ring (choose_mma2_ring).
@@ -258,7 +246,6 @@ class VerifyKernel {
   int mma2_ring_ = 2;
   int mma2_l1_ = 0;
   bool plan_pdl_ = true;  // choose_plan_pdl: the partial kernel as the plan's dependent
-  int merge_parts_ = 1;   // choose_merge_parts
   bool initialized_ = false;
 };
 

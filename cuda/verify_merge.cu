@@ -69,53 +69,6 @@ __device__ __forceinline__ void merge_row(const VerifyParams& p, int64_t token, 
   if (lane == 0) merge_store_lse(p, token, head, big_m, wsum);
 }
 
-// The merge kernel's row quarter (MergeParts 4, choose_merge_parts): one warp per (row, quarter
-// q of the columns), lane l summing columns 128 q + 4 l .. + 3, one float4 per partial, so the
-// loads of 8 partials can be in flight at once within the merge's register cap. A skipped partial
-// (lse = -inf) loads the partial with the largest lse instead, which is always written, and its
-// sum is discarded by a select, so the loads need no branch. The partials added, their weights
-// and their order are merge_row's, so are the bits.
-template <class LoadO>
-__device__ __forceinline__ void merge_row_quarter(const VerifyParams& p, int64_t token,
-                                                  int32_t head, int q,
-                                                  const float (&lse_l)[kLsePerLane],
-                                                  MergeVisits visits, LoadO&& load_o) {
-  const int lane = threadIdx.x & 31;
-  float big_m = lse_l[0];
-  int32_t best = lane;  // a partial holding big_m: this lane's, then the warp's
-#pragma unroll
-  for (int k = 1; k < kLsePerLane; ++k)
-    if (lse_l[k] > big_m) big_m = lse_l[k], best = lane + 32 * k;
-#pragma unroll
-  for (int off = 16; off >= 1; off >>= 1) {
-    const float m2 = __shfl_xor_sync(0xffffffffu, big_m, off);
-    const int32_t b2 = __shfl_xor_sync(0xffffffffu, best, off);
-    if (m2 > big_m || (m2 == big_m && b2 < best)) big_m = m2, best = b2;
-  }
-  float4 o[1] = {make_float4(0.f, 0.f, 0.f, 0.f)};
-  float wsum = 0.f;
-  if (big_m != -INFINITY) {  // warp-uniform: the shuffles below see every lane
-#pragma unroll 8
-    for (int32_t v = 0; v < visits.count; ++v) {
-      const int32_t s = visits.at(v);
-      float mine = lse_l[0];  // lse_l[s / 32], as in merge_row
-#pragma unroll
-      for (int k = 1; k < kLsePerLane; ++k)
-        if (s >= 32 * k) mine = lse_l[k];
-      const float lse_s = __shfl_sync(0xffffffffu, mine, s & 31);
-      const bool used = lse_s != -INFINITY;
-      const float4 x = load_o(used ? s : best, q);
-      const float w = merge_weight(used ? lse_s : big_m, big_m);
-      float4 t = o[0];
-      merge_add(t, w, x);
-      if (used) o[0] = t, wsum += w;
-    }
-    merge_normalize(o, wsum);
-  }
-  merge_store(p, token, head, lane * 4 + 128 * q, o[0]);
-  if (q == 0 && lane == 0) merge_store_lse(p, token, head, big_m, wsum);
-}
-
 constexpr int kMergeThreads = 256;
 constexpr int kMergeRows = kMergeThreads / 32;
 constexpr int kMergeIndptrCache = 1024;  // qo_indptr entries searched in shared memory
@@ -134,12 +87,7 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
   __syncthreads();
   auto qo_at = [&](int32_t i) { return cached ? qo[i] : p.qo_indptr[i]; };
 
-  // merge_parts warps per row (1 or 4, choose_merge_parts): warp w takes row w / parts, quarter
-  // w % parts.
-  const int64_t warp = static_cast<int64_t>(blockIdx.x) * kMergeRows + (threadIdx.x >> 5);
-  const bool quarters = args.merge_parts == 4;
-  const int64_t out_row = quarters ? warp >> 2 : warp;
-  const int quarter = static_cast<int>(warp & 3);
+  const int64_t out_row = static_cast<int64_t>(blockIdx.x) * kMergeRows + (threadIdx.x >> 5);
   const int64_t token = out_row / H;
   const int32_t head = static_cast<int32_t>(out_row % H);
   if (token >= qo_at(bs)) return;
@@ -178,14 +126,10 @@ __global__ void __launch_bounds__(kMergeThreads, 4) verify_merge(const PartialAr
     lse_l[k] = s < np && written(s) ? args.ws_lse[s * rows_total + out_row] : -INFINITY;
   }
   const MergeVisits visits{front + (args.folded ? 0 : 1), front, p.num_splits};
-  auto load_o = [&](int32_t s, int c) {
+  merge_row(p, token, head, lse_l, visits, [&](int32_t s, int c) {
     return *reinterpret_cast<const float4*>(args.ws_o + (s * rows_total + out_row) * kLatentDim +
                                             lane * 4 + 128 * c);
-  };
-  if (quarters)
-    merge_row_quarter(p, token, head, quarter, lse_l, visits, load_o);
-  else
-    merge_row(p, token, head, lse_l, visits, load_o);
+  });
 }
 
 void launch_merge(const PartialArgs& args, CUstream_st* stream) {
@@ -194,15 +138,9 @@ void launch_merge(const PartialArgs& args, CUstream_st* stream) {
   // of the partial kernel has started (the wgmma kernel says so at its top; the others never do,
   // so for them this launch is ordinary stream order), and they wait in griddepcontrol.wait for
   // its results.
-  const dim3 grid(static_cast<unsigned>(
-      (p.max_total_q * p.num_heads * args.merge_parts + kMergeRows - 1) / kMergeRows));
+  const dim3 grid(
+      static_cast<unsigned>((p.max_total_q * p.num_heads + kMergeRows - 1) / kMergeRows));
   CUDA_CHECK(launch_kernel(verify_merge, args, grid, kMergeThreads, 0, stream, true));
-}
-
-int merge_warps_per_sm() {
-  int blocks = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, verify_merge, kMergeThreads, 0));
-  return blocks * kMergeRows;
 }
 
 }  // namespace mlaverify::cuda::detail

@@ -500,23 +500,6 @@ TEST(CudaSupport, PlanPdlByKernelUnlessForced) {
                                        "MLAV_PLAN_PDL", -1);
 }
 
-TEST(CudaSupport, MergeQuartersOnlyWhereOneWaveHoldsThem) {
-  // 132 SMs holding 32 merge warps each (4,224): long-ctx's 512 rows and mix-p0-p1-p4097's 768
-  // take 4 warps per row; tree16's and chain4's 2,048 one (cuda/NOTES.md v47).
-  EXPECT_EQ(choose_merge_parts(nullptr, 512, 132, 32), 4);
-  EXPECT_EQ(choose_merge_parts("", 768, 132, 32), 4);
-  EXPECT_EQ(choose_merge_parts(nullptr, 1056, 132, 32), 4);  // 4,224 warps: one wave exactly
-  EXPECT_EQ(choose_merge_parts(nullptr, 1057, 132, 32), 1);
-  EXPECT_EQ(choose_merge_parts(nullptr, 2048, 132, 32), 1);
-  EXPECT_EQ(choose_merge_parts(nullptr, 2048, 188, 32), 1);  // the RTX PRO 6000's 188 SMs
-  // MLAV_MERGE_PARTS forces either; anything else names the variable.
-  EXPECT_EQ(choose_merge_parts("1", 512, 132, 32), 1);
-  EXPECT_EQ(choose_merge_parts("4", 8192, 132, 32), 4);
-  for (const char* bad : {"2", "quarters", " 4"})
-    mlaverify::testing::expect_invalid([&] { choose_merge_parts(bad, 512, 132, 32); },
-                                       "MLAV_MERGE_PARTS", -1);
-}
-
 TEST(CudaSupport, ClusterMergeWhereClustersCostNoSm) {
   // docs/spec.md §8 on the H200 (132 SMs; 66 clusters of 2 and 32 of 4 fit, cuda/NOTES.md v15):
   // ddtree128, 128 blocks in clusters of 2.

@@ -1,11 +1,14 @@
 #!/bin/bash
-# v47 call 1. On an H200 (unless SKIP_TABLE=1) only the README's table from the committed
-# default (k12), the issue's machine. Else:
-# - the merge kernel with 4 warps per row where one wave holds them (choose_merge_parts; k13):
+# v47 call 1 (staged: the device was not lent again after the session's failed starts). On an
+# H200 (unless SKIP_TABLE=1) only the README's table from the committed default (k12), the
+# issue's machine. Else:
+# - the merge kernel with 4 warps per row where one wave holds them (merge_parts.diff,
+#   choose_merge_parts; k13):
 #   cuda_tests under wgmma and the sm_120 default, by its rule and with MLAV_MERGE_PARTS=4 forced
 #   on every test (the quarter form on every shape the suite has);
-# - two alternated rounds of the nine planned once, k13 against the committed default (k12, v46's
-#   build, which no GPU has run yet) under wgmma and the sm_120 default (ws);
+# - two alternated rounds of the nine planned once, k13 against the committed default (k12,
+#   which no GPU has run yet: v46's adoptions ran only as variants) under wgmma and the sm_120
+#   default (ws);
 # - memcheck and racecheck of the wgmma kernel, memcheck of the sm_120 default with the quarters
 #   forced (k13); the property suite on the CUDA backend under the sm_120 default (k13).
 #   bash bench/results/2026-12-08-v47/build1.sh, then carry [".device/k12", ".device/k13"]
@@ -15,14 +18,13 @@ call_n=1
 O=/tmp/o1_v47
 rm -rf $O && mkdir -p $O
 mkdir -p /tmp/k12 && tar xzf .device/k12/bin.tgz -C /tmp/k12
-for b in verify_bench cuda_tests; do cp /tmp/k12/$b $B/${b}_old; done
+for b in verify_bench; do cp /tmp/k12/$b $B/${b}_old; done
 ln -sf $B/cuda_tests $B/cuda_tests_q4  # the same binary, its own log name
 main() {
   run_tests wgmma
   run_tests mma2
   MLAV_MERGE_PARTS=4 run_tests wgmma cuda_tests_q4
   MLAV_MERGE_PARTS=4 run_tests mma2 cuda_tests_q4
-  run_tests mma2 cuda_tests_old
   t tests
   pack
   for r in 1 2; do
