@@ -109,10 +109,7 @@ class OnlineSoftmax {
   Eigen::VectorXd step(RowMat& s) {
     Eigen::VectorXd alpha(s.rows());  // [rows]
     for (int64_t r = 0; r < s.rows(); ++r) {
-      // The largest number among the scores (a NaN score is passed over, by name rather than by
-      // Eigen's unspecified default), so a NaN key cannot make std::max keep -inf and drop the
-      // chunk: its exp is NaN below, and the NaN reaches o and lse.
-      double m_new = std::max(m_(r), s.row(r).maxCoeff<Eigen::PropagateNumbers>());
+      double m_new = std::max(m_(r), s.row(r).maxCoeff());
       if (m_new == kNegInf) {
         // Nothing visible yet in this row: keep l = 0 and the accumulators at zero. Skipping here
         // is what keeps -inf - -inf (NaN) from ever being formed.
