@@ -8,7 +8,6 @@
 #include <limits>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "mlaverify/error.h"
 #include "model/bitrows.h"
@@ -101,9 +100,7 @@ void apply_mask(const BitRows& block, const RequestExtent& e, int32_t heads, int
 class OnlineSoftmax {
  public:
   explicit OnlineSoftmax(int64_t rows)
-      : m_(Eigen::VectorXd::Constant(rows, kNegInf)),
-        l_(Eigen::VectorXd::Zero(rows)),
-        seen_(static_cast<size_t>(rows), false) {}
+      : m_(Eigen::VectorXd::Constant(rows, kNegInf)), l_(Eigen::VectorXd::Zero(rows)) {}
 
   // s [rows, K]: scores with masked entries -inf -> probabilities relative to the new max.
   Eigen::VectorXd step(RowMat& s) {
@@ -122,24 +119,18 @@ class OnlineSoftmax {
       s.row(r) = (s.row(r).array() - m_new).exp();  // masked: exp(-inf) = 0 exactly
       l_(r) = l_(r) * alpha(r) + s.row(r).sum();
       m_(r) = m_new;
-      seen_[static_cast<size_t>(r)] = true;
     }
     return alpha;
   }
 
-  // Whether the row saw a key, kept apart from l: a NaN score (a NaN in a key the row sees) makes
-  // l NaN, and `l > 0` would then call the row empty, zeros and lse -inf, hiding the NaN that the
-  // CPU backend and the kernels pass on (cuda/NOTES.md v47). A row whose every score is NaN (a NaN
-  // in its query) still never gets here: std::max(-inf, NaN) is -inf.
-  bool any_visible(int64_t r) const { return seen_[static_cast<size_t>(r)]; }
+  bool any_visible(int64_t r) const { return l_(r) > 0.0; }
   double sum(int64_t r) const { return l_(r); }
   // ln sum exp(s) = m + ln l; -inf for a row that saw no visible key.
   double lse(int64_t r) const { return any_visible(r) ? m_(r) + std::log(l_(r)) : kNegInf; }
 
  private:
-  Eigen::VectorXd m_;       // [rows]
-  Eigen::VectorXd l_;       // [rows]
-  std::vector<bool> seen_;  // [rows] a visible key so far
+  Eigen::VectorXd m_;  // [rows]
+  Eigen::VectorXd l_;  // [rows]
 };
 
 // Walks the P_i + D_i keys of a request in chunks: visit(n0, n1, c [K, 512], k_pe [K, 64]).
