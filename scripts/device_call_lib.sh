@@ -29,6 +29,9 @@
 #   run_peer_sm120 WORKLOADS [SECONDS]  FlashInfer fa2 in the shape an sm_120 part gives it
 #                           (scripts/peer_fa2_sm120.sh over .device/mixpeer, carry it; its rc 1 is
 #                           the skipped PyTorch step): its table's lines, the output in $O/peer_sm120
+#   run_peers_mixed B..     FlashInfer backend B (fa3, fa2) on the mixed three, each then packed;
+#                           needs call16.sh's peer (CALL16_LIB=1 source
+#                           bench/results/2026-12-06-v38/call16.sh) and .device/mixpeer
 #   sass OBJ                an object's SASS instructions without their addresses (cuobjdump)
 #   sass_diff TAG A B       compares two objects' SASS: instruction lines of each, lines differing
 #   pack                    packs $O into $OUT/callN.tgz as it stands (after a step)
@@ -97,6 +100,13 @@ run_san() {
   echo "$tool $tag rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' "$log" | tr '\n' ' ')"
   grep -E '^========= (Error|Race|Warning)' "$log" | sort | uniq -c | sort -rn | head -3
   grep -m3 -E '^=========     at .*verify_partial' "$log"
+}
+run_peers_mixed() {
+  local b
+  for b in "$@"; do
+    W=mix-long-short,mix-64x100-4000,mix-p0-p1-p4097 peer "$b"
+    pack
+  done
 }
 run_peer_sm120() {
   PEER=.device/mixpeer OUT=$O/peer_sm120 PEER_MAIN=0 timeout "${2:-150}" scripts/peer_fa2_sm120.sh \

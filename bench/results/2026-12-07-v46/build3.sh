@@ -6,8 +6,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 scripts/device_build.sh > /dev/null
-mkdir -p .device/k12
-tar czf .device/k12/bin.tgz -C .device verify_bench cuda_tests props_tests
-rm -rf .device/mixpeer && cp -r ../shared/peer .device/mixpeer
-(cd .device/mixpeer && patch -s -p0 < ../../bench/results/2026-12-01-v16f-peer-bench-mixed.diff)
-ls -la .device/k12/bin.tgz
+scripts/device_pack.sh 12 --mixpeer

@@ -32,9 +32,7 @@ main() {
   run_bench ws_uni mma2 uniform
   t round
   pack
-  W=mix-long-short,mix-64x100-4000,mix-p0-p1-p4097 peer fa3
-  pack
-  W=mix-long-short,mix-64x100-4000,mix-p0-p1-p4097 peer fa2
+  run_peers_mixed fa3 fa2
 }
 main 2>&1 | tee "$O/summary.txt"
 finish

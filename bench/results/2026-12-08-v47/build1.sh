@@ -13,20 +13,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 git diff --quiet HEAD -- cuda tests || { echo "build1.sh: cuda/ or tests/ has local changes" >&2; exit 1; }
-pack() {  # pack N: the staged binaries as .device/kN/bin.tgz
-  mkdir -p ".device/k$1"
-  tar czf ".device/k$1/bin.tgz" -C .device verify_bench cuda_tests props_tests
-}
 with_diff() {  # with_diff DIFF N: build with DIFF applied, pack as kN, take DIFF back
   git apply "$1"
   scripts/device_build.sh > /dev/null || { git apply -R "$1"; exit 1; }
-  pack "$2"
+  scripts/device_pack.sh "$2"
   git apply -R "$1"
 }
 d=bench/results/2026-12-08-v47
 scripts/device_build.sh > /dev/null
-pack 12
+scripts/device_pack.sh 12
 with_diff $d/merge_parts.diff 13
 with_diff $d/bf16_partials.diff 14
 scripts/device_build.sh > /dev/null
-ls -la .device/k12/bin.tgz .device/k13/bin.tgz .device/k14/bin.tgz
